@@ -1,0 +1,201 @@
+"""Resolving and validating external tensor data, which comes from an untrusted file.
+
+The rules (see DESIGN.md, "Security"): a ``location`` must stay inside the base
+directory; ``..``, absolute, drive-letter and UNC paths, NUL bytes, symlinks and
+non-regular files are refused; ``offset`` and ``length`` are non-negative decimal
+integers checked against the file size before anything is mapped; unknown keys
+and a stored ``basepath`` are ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import re
+import stat
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ExternalDataError, UnsafePathError
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_CHECKSUM_CHUNK = 4 << 20
+
+
+@dataclass(frozen=True)
+class ExternalRef:
+    """The ``external_data`` entries of one tensor, as written in the file (not yet trusted)."""
+
+    location: str
+    offset: str | None = None
+    length: str | None = None
+    checksum: str | None = None
+
+    @classmethod
+    def from_entries(cls, entries: list[tuple[str, str]]) -> ExternalRef:
+        known: dict[str, str] = {}
+        for key, value in entries:
+            if key in ("location", "offset", "length", "checksum"):
+                known[key] = value  # last one wins, as in onnx; "basepath" and others ignored
+        return cls(
+            location=known.get("location", ""),
+            offset=known.get("offset"),
+            length=known.get("length"),
+            checksum=known.get("checksum"),
+        )
+
+    def offset_int(self) -> int | None:
+        return _parse_size(self.offset)
+
+    def length_int(self) -> int | None:
+        return _parse_size(self.length)
+
+
+def _parse_size(text: str | None) -> int | None:
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit()):
+        return None
+    return int(text)
+
+
+def parse_size_field(text: str | None, key: str, tensor: str) -> int | None:
+    """Parse an offset/length value: absent, or a non-negative decimal integer."""
+    if text is None:
+        return None
+    value = _parse_size(text)
+    if value is None:
+        raise ExternalDataError(
+            f"tensor {tensor!r}: external data {key} {text!r} is not a non-negative integer"
+        )
+    return value
+
+
+def check_location(location: str, tensor: str) -> str:
+    """Lexical checks on a location; return it with '\\' read as a separator."""
+    if not location:
+        raise UnsafePathError(f"tensor {tensor!r}: external data has no location")
+    if "\x00" in location:
+        raise UnsafePathError(f"tensor {tensor!r}: external data location contains a NUL byte")
+    if location.startswith(("\\\\", "//")):
+        raise UnsafePathError(f"tensor {tensor!r}: UNC path {location!r} is not allowed")
+    if _DRIVE.match(location):
+        raise UnsafePathError(f"tensor {tensor!r}: drive path {location!r} is not allowed")
+    normalized = location.replace("\\", "/")
+    if normalized.startswith("/"):
+        raise UnsafePathError(f"tensor {tensor!r}: absolute path {location!r} is not allowed")
+    if any(part == ".." for part in normalized.split("/")):
+        raise UnsafePathError(
+            f"tensor {tensor!r}: location {location!r} has a '..' component"
+        )
+    return normalized
+
+
+def resolve_location(base_dir: Path, location: str, tensor: str) -> Path:
+    """Resolve ``location`` under ``base_dir``, refusing anything that escapes it."""
+    normalized = check_location(location, tensor)
+    base = Path(os.path.realpath(base_dir))
+    candidate = base / normalized
+    if candidate.is_symlink():
+        raise UnsafePathError(f"tensor {tensor!r}: external data file {location!r} is a symlink")
+    real = Path(os.path.realpath(candidate))
+    if os.path.commonpath([base, real]) != str(base):
+        raise UnsafePathError(
+            f"tensor {tensor!r}: external data {location!r} resolves outside {str(base)!r}"
+        )
+    return real
+
+
+class DataFile:
+    """One read-only memory map of a data file, shared by every tensor stored in it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._map: mmap.mmap | None = None
+        self._size: int | None = None
+        self._sha1: str | None = None
+
+    def _open(self) -> None:
+        try:
+            # O_NONBLOCK: opening a FIFO must not hang; O_NOFOLLOW: no last-moment symlink swap.
+            flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(self.path, flags)
+        except FileNotFoundError:
+            raise ExternalDataError(f"data file {str(self.path)!r} does not exist") from None
+        except OSError as exc:
+            raise ExternalDataError(
+                f"data file {str(self.path)!r} cannot be opened: {exc.strerror}"
+            ) from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise UnsafePathError(f"data file {str(self.path)!r} is not a regular file")
+            self._size = st.st_size
+            self._map = (
+                mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else None
+            )
+        finally:
+            os.close(fd)
+
+    @property
+    def size(self) -> int:
+        with self._lock:
+            if self._size is None:
+                self._open()
+            assert self._size is not None
+            return self._size
+
+    def view(self, offset: int, length: int) -> memoryview:
+        """A zero-copy view of ``length`` bytes at ``offset`` (bounds already checked)."""
+        size = self.size
+        if offset < 0 or length < 0 or offset + length > size:
+            raise ExternalDataError(
+                f"range {offset}+{length} lies outside {str(self.path)!r} ({size} bytes)"
+            )
+        if self._map is None:
+            return memoryview(b"")
+        return memoryview(self._map)[offset : offset + length]
+
+    def sha1(self) -> str:
+        """SHA1 of the whole file, read in chunks (not through the map, to keep RSS low)."""
+        if self._sha1 is None:
+            digest = hashlib.sha1()
+            with open(self.path, "rb") as fh:
+                while chunk := fh.read(_CHECKSUM_CHUNK):
+                    digest.update(chunk)
+            self._sha1 = digest.hexdigest()
+        return self._sha1
+
+    def close(self) -> None:
+        with self._lock:
+            if self._map is not None:
+                try:
+                    self._map.close()
+                except BufferError:
+                    pass  # arrays still view the map; it closes when they go
+                self._map = None
+                self._size = None
+
+
+class DataFiles:
+    """The data files a model has opened, keyed by real path: one map per file."""
+
+    def __init__(self) -> None:
+        self._files: dict[Path, DataFile] = {}
+        self._lock = threading.Lock()
+
+    def get(self, path: Path) -> DataFile:
+        with self._lock:
+            data_file = self._files.get(path)
+            if data_file is None:
+                data_file = self._files[path] = DataFile(path)
+            return data_file
+
+    def close(self) -> None:
+        with self._lock:
+            for data_file in self._files.values():
+                data_file.close()
+            self._files.clear()

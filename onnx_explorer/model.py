@@ -1,0 +1,373 @@
+"""Format-neutral, read-only description of a model: graphs, nodes, values, tensors.
+
+Readers (``readers/``) build these objects; views, widgets and the command line
+read them. Nothing here knows about protobuf or any file format.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from .tensors import Tensor
+
+if TYPE_CHECKING:
+    from .external_data import DataFiles
+
+Dim = int | str | None  # a fixed size, a symbolic name ("batch"), or unknown
+
+
+@dataclass(frozen=True)
+class ValueInfo:
+    """A named value's type: ``type`` is readable (``tensor(float)``, ``seq(map(int64, tensor(float)))``)."""
+
+    name: str
+    type: str = ""  # "" when the file does not say
+    dtype: str | None = None  # element type for tensors ("float32"), else None
+    shape: tuple[Dim, ...] | None = None  # None: rank unknown
+    doc_string: str = ""
+
+    @property
+    def shape_text(self) -> str:
+        if self.shape is None:
+            return "?"
+        return "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
+
+
+@dataclass(frozen=True)
+class SparseTensor:
+    """A sparse tensor: non-zero ``values`` at ``indices`` of a dense ``shape``."""
+
+    values: Tensor
+    indices: Tensor
+    shape: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return self.values.name
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One node attribute, decoded.
+
+    ``kind`` is the attribute type name (``FLOAT``, ``INTS``, ``TENSOR``, ``GRAPH``,
+    ``TYPE_PROTO``...); ``value`` is a Python value, a :class:`Tensor`, a
+    :class:`Graph`, a :class:`SparseTensor`, a readable type string, or a tuple of those.
+    """
+
+    name: str
+    kind: str
+    value: Any
+    doc_string: str = ""
+    ref_attr_name: str = ""  # inside a function: refers to the caller's attribute
+
+
+class Node:
+    """One operator application."""
+
+    __slots__ = (
+        "name", "op_type", "domain", "inputs", "outputs", "attributes", "doc_string",
+        "control_inputs", "device", "index", "graph", "has_file_name",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        name: str,
+        op_type: str,
+        domain: str = "",
+        inputs: tuple[str, ...] = (),
+        outputs: tuple[str, ...] = (),
+        attributes: Mapping[str, Attribute] | None = None,
+        doc_string: str = "",
+        control_inputs: tuple[str, ...] = (),
+        device: str = "",
+        has_file_name: bool = True,
+    ) -> None:
+        self.name = name
+        self.op_type = op_type
+        self.domain = domain
+        self.inputs = inputs  # "" marks an omitted optional input
+        self.outputs = outputs
+        self.attributes: Mapping[str, Attribute] = MappingProxyType(dict(attributes or {}))
+        self.doc_string = doc_string
+        self.control_inputs = control_inputs  # GraphDef "^name" ordering edges
+        self.device = device
+        self.has_file_name = has_file_name  # False: ``name`` was made up by the reader
+        self.index = -1  # position in the graph, set by Graph
+        self.graph: Graph | None = None
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name!r} {self.qualified_op}>"
+
+    @property
+    def qualified_op(self) -> str:
+        return f"{self.domain}::{self.op_type}" if self.domain not in ("", "ai.onnx") else self.op_type
+
+    def subgraphs(self) -> list[tuple[str, Graph]]:
+        """(attribute name, graph) for GRAPH and GRAPHS attributes (If/Loop/Scan bodies)."""
+        found: list[tuple[str, Graph]] = []
+        for attr in self.attributes.values():
+            if attr.kind == "GRAPH":
+                found.append((attr.name, attr.value))
+            elif attr.kind == "GRAPHS":
+                found.extend((f"{attr.name}[{i}]", g) for i, g in enumerate(attr.value))
+        return found
+
+    def tensors(self) -> list[tuple[str, Tensor]]:
+        """(attribute name, tensor) for TENSOR / TENSORS / SPARSE_TENSOR attributes."""
+        found: list[tuple[str, Tensor]] = []
+        for attr in self.attributes.values():
+            if attr.kind == "TENSOR":
+                found.append((attr.name, attr.value))
+            elif attr.kind == "TENSORS":
+                found.extend((f"{attr.name}[{i}]", t) for i, t in enumerate(attr.value))
+            elif attr.kind == "SPARSE_TENSOR":
+                found.append((attr.name, attr.value.values))
+            elif attr.kind == "SPARSE_TENSORS":
+                found.extend((f"{attr.name}[{i}]", s.values) for i, s in enumerate(attr.value))
+        return found
+
+
+class Graph:
+    """A computation graph: nodes in file order plus name-indexed lookups."""
+
+    def __init__(
+        self,
+        name: str,
+        nodes: list[Node],
+        inputs: tuple[ValueInfo, ...],
+        outputs: tuple[ValueInfo, ...],
+        initializers: Mapping[str, Tensor],
+        value_info: Mapping[str, ValueInfo] | None = None,
+        doc_string: str = "",
+        path: str = "/",
+        sparse_initializers: Mapping[str, SparseTensor] | None = None,
+        declared_inputs: tuple[ValueInfo, ...] | None = None,
+    ) -> None:
+        self.name = name
+        self.path = path
+        self.doc_string = doc_string
+        self.nodes: tuple[Node, ...] = tuple(nodes)
+        self.inputs = inputs  # true inputs: not backed by an initializer
+        self.declared_inputs = declared_inputs if declared_inputs is not None else inputs
+        self.outputs = outputs
+        self.initializers: Mapping[str, Tensor] = MappingProxyType(dict(initializers))
+        self.sparse_initializers: Mapping[str, SparseTensor] = MappingProxyType(
+            dict(sparse_initializers or {})
+        )
+        self.value_info: Mapping[str, ValueInfo] = MappingProxyType(dict(value_info or {}))
+        self.parent: Node | None = None  # the If/Loop/Scan node owning this body
+        self._by_name: dict[str, Node] = {}
+        for i, node in enumerate(self.nodes):
+            node.index = i
+            node.graph = self
+            self._by_name[node.name] = node
+        self._producers: dict[str, Node] | None = None
+        self._consumers: dict[str, list[Node]] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.path!r} {len(self.nodes)} nodes>"
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def node(self, name: str) -> Node:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no node named {name!r} in graph {self.path!r}") from None
+
+    def has_node(self, name: str) -> bool:
+        return name in self._by_name
+
+    def _index(self) -> None:
+        producers: dict[str, Node] = {}
+        consumers: dict[str, list[Node]] = {}
+        for node in self.nodes:
+            for out in node.outputs:
+                if out:
+                    producers.setdefault(out, node)
+            for inp in node.inputs:
+                if inp:
+                    consumers.setdefault(inp, []).append(node)
+        self._producers, self._consumers = producers, consumers
+
+    def producer(self, tensor_name: str) -> Node | None:
+        """The node whose output is ``tensor_name`` (None for inputs, initializers, outer values)."""
+        if self._producers is None:
+            self._index()
+        assert self._producers is not None
+        return self._producers.get(tensor_name)
+
+    def consumers(self, tensor_name: str) -> tuple[Node, ...]:
+        """Nodes of this graph reading ``tensor_name``, in file order."""
+        if self._consumers is None:
+            self._index()
+        assert self._consumers is not None
+        return tuple(self._consumers.get(tensor_name, ()))
+
+    def op_counts(self) -> dict[str, int]:
+        """Operator type → number of nodes, most frequent first."""
+        return dict(Counter(n.qualified_op for n in self.nodes).most_common())
+
+    def value(self, name: str) -> ValueInfo | None:
+        """Type information for a value name, from inputs, outputs, value_info or initializers."""
+        for info in self.declared_inputs:
+            if info.name == name:
+                return info
+        for info in self.outputs:
+            if info.name == name:
+                return info
+        if name in self.value_info:
+            return self.value_info[name]
+        tensor = self.initializers.get(name)
+        if tensor is not None:
+            return ValueInfo(name, f"tensor({tensor.dtype_name})", tensor.dtype_name, tensor.shape)
+        return None
+
+    def constants(self) -> dict[str, Tensor]:
+        """Output name → value of Constant nodes holding a tensor (many exporters keep weights there)."""
+        found: dict[str, Tensor] = {}
+        for node in self.nodes:
+            if node.op_type == "Constant" and node.outputs:
+                for attr in ("value", "sparse_value"):
+                    if attr in node.attributes:
+                        value = node.attributes[attr].value
+                        found[node.outputs[0]] = value.values if attr == "sparse_value" else value
+        return found
+
+
+@dataclass(frozen=True)
+class Function:
+    """A model-local function: an operator defined by a graph of other operators."""
+
+    name: str
+    domain: str
+    graph: Graph
+    attribute_names: tuple[str, ...] = ()
+    attribute_defaults: Mapping[str, Attribute] = field(default_factory=dict)
+    opset_imports: Mapping[str, int] = field(default_factory=dict)
+    overload: str = ""
+    doc_string: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.domain, self.name, self.overload)
+
+
+@dataclass(frozen=True)
+class WeightRef:
+    """A weight tensor and where it sits: an initializer, a Constant node or an attribute."""
+
+    graph: Graph
+    tensor: Tensor
+    kind: str  # "initializer", "constant", "attribute", "sparse_initializer"
+    node: Node | None = None
+
+
+class Model:
+    """A model file opened read-only. Build one with :func:`onnx_explorer.load`."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        *,
+        format: str,
+        path: Path | None = None,
+        ir_version: int | None = None,
+        opset_imports: Mapping[str, int] | None = None,
+        producer_name: str = "",
+        producer_version: str = "",
+        domain: str = "",
+        model_version: int | None = None,
+        doc_string: str = "",
+        metadata_props: Mapping[str, str] | None = None,
+        functions: tuple[Function, ...] = (),
+        data_files: DataFiles | None = None,
+        source: Any = None,
+    ) -> None:
+        self.graph = graph
+        self.format = format  # "onnx" or "graphdef"
+        self.path = path
+        self.ir_version = ir_version
+        self.opset_imports: Mapping[str, int] = MappingProxyType(dict(opset_imports or {}))
+        self.producer_name = producer_name
+        self.producer_version = producer_version
+        self.domain = domain
+        self.model_version = model_version
+        self.doc_string = doc_string
+        self.metadata_props: Mapping[str, str] = MappingProxyType(dict(metadata_props or {}))
+        self.functions = functions
+        self._functions_by_key = {(f.domain, f.name): f for f in functions}
+        self._data_files = data_files
+        self.source = source  # format-specific object (e.g. the ModelProto), for tools that need it
+        self._graphs: dict[str, Graph] | None = None
+
+    def __repr__(self) -> str:
+        where = f" {self.path.name!r}" if self.path else ""
+        return f"<Model{where} {self.format} {len(self.graph.nodes)} nodes>"
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Unmap data files (arrays still referring to them keep their map alive)."""
+        if self._data_files is not None:
+            self._data_files.close()
+
+    def function(self, domain: str, name: str) -> Function | None:
+        return self._functions_by_key.get((domain, name))
+
+    def function_for(self, node: Node) -> Function | None:
+        """The local function a node calls, if any."""
+        return self._functions_by_key.get((node.domain, node.op_type))
+
+    def graphs(self, include_functions: bool = True) -> Iterator[Graph]:
+        """Every graph: the main one, If/Loop/Scan bodies at any depth, and function bodies."""
+        roots = [self.graph]
+        if include_functions:
+            roots += [f.graph for f in self.functions]
+        for root in roots:
+            yield from _walk_graphs(root)
+
+    def graph_at(self, path: str) -> Graph:
+        """The graph with this path (see :attr:`Graph.path`)."""
+        if self._graphs is None:
+            self._graphs = {g.path: g for g in self.graphs()}
+        try:
+            return self._graphs[path]
+        except KeyError:
+            raise KeyError(f"no graph at path {path!r}") from None
+
+    def weights(self) -> Iterator[WeightRef]:
+        """Every stored tensor: initializers, Constant values and tensor attributes, in all graphs."""
+        for graph in self.graphs():
+            for tensor in graph.initializers.values():
+                yield WeightRef(graph, tensor, "initializer")
+            for sparse in graph.sparse_initializers.values():
+                yield WeightRef(graph, sparse.values, "sparse_initializer")
+            for node in graph.nodes:
+                for _, tensor in node.tensors():
+                    kind = "constant" if node.op_type == "Constant" else "attribute"
+                    yield WeightRef(graph, tensor, kind, node)
+
+    @property
+    def nodes_total(self) -> int:
+        return sum(len(g.nodes) for g in self.graphs())
+
+
+def _walk_graphs(graph: Graph) -> Iterator[Graph]:
+    stack = [graph]
+    while stack:
+        current = stack.pop()
+        yield current
+        children = [g for node in current.nodes for _, g in node.subgraphs()]
+        stack.extend(reversed(children))

@@ -1,0 +1,81 @@
+"""Readers turn model files into the format-neutral :class:`~onnx_explorer.model.Model`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelFormatError
+from ..model import Model
+
+
+def detect_format(path: Path) -> str:
+    """``"onnx"`` or ``"graphdef"``, judged from the file's content (``.pb`` is used by both)."""
+    from .sniff import sniff_format
+
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    return sniff_format(head, path.suffix.lower())
+
+
+def load(
+    source: str | os.PathLike[str] | bytes | Any,
+    *,
+    external_data_dir: str | os.PathLike[str] | None = None,
+    format: str | None = None,
+) -> Model:
+    """Open a model read-only, reading no weight bytes.
+
+    ``source`` is a path to an ONNX (``.onnx``) or TensorFlow GraphDef (``.pb``,
+    ``.pbtxt``) file, an ``onnx.ModelProto`` already in memory, or the bytes of a
+    file. External data is looked up next to the model, or in ``external_data_dir``.
+    """
+    data_dir = Path(external_data_dir) if external_data_dir is not None else None
+    if isinstance(source, bytes | bytearray | memoryview):
+        return _load_bytes(bytes(source), data_dir, format)
+    if isinstance(source, str | os.PathLike):
+        return _load_path(Path(source), data_dir, format)
+    if type(source).__name__ == "ModelProto":
+        from .onnx import read_onnx_proto
+
+        return read_onnx_proto(source, data_dir)
+    if type(source).__name__ == "GraphDef":
+        from .graphdef import read_graphdef_proto
+
+        return read_graphdef_proto(source)
+    raise TypeError(
+        f"load() takes a path, bytes or an onnx.ModelProto, not {type(source).__name__}"
+    )
+
+
+def _load_path(path: Path, data_dir: Path | None, format: str | None) -> Model:
+    if not path.exists():
+        raise ModelFormatError(f"{str(path)!r} does not exist")
+    if not path.is_file():
+        raise ModelFormatError(f"{str(path)!r} is not a regular file")
+    fmt = format or detect_format(path)
+    if fmt == "onnx":
+        from .onnx import read_onnx_file
+
+        return read_onnx_file(path, data_dir)
+    if fmt == "graphdef":
+        from .graphdef import read_graphdef_file
+
+        return read_graphdef_file(path)
+    raise ModelFormatError(f"unknown format {fmt!r}")
+
+
+def _load_bytes(data: bytes, data_dir: Path | None, format: str | None) -> Model:
+    from .sniff import sniff_format
+
+    fmt = format or sniff_format(data[:4096], "")
+    if fmt == "onnx":
+        from .onnx import read_onnx_bytes
+
+        return read_onnx_bytes(data, data_dir)
+    if fmt == "graphdef":
+        from .graphdef import read_graphdef_bytes
+
+        return read_graphdef_bytes(data)
+    raise ModelFormatError(f"unknown format {fmt!r}")
