@@ -335,8 +335,12 @@ def read_onnx_file(path: Path, external_data_dir: Path | None = None) -> Model:
     if size == 0:
         raise ModelFormatError(f"{str(path)!r} is empty")
     buf = model_file.view(0, size)
-    stripped = strip_payloads(buf, ONNX_MODEL_SCHEMA)
-    del buf
+    try:
+        stripped = strip_payloads(buf, ONNX_MODEL_SCHEMA)
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{str(path)!r} is not a valid ONNX model: {exc}") from None
+    finally:
+        del buf
     proto = _parse(stripped.data, repr(str(path)))
     base_dir = Path(external_data_dir) if external_data_dir is not None else path.parent
     return model_from_proto(
@@ -345,7 +349,10 @@ def read_onnx_file(path: Path, external_data_dir: Path | None = None) -> Model:
 
 
 def read_onnx_bytes(data: bytes, external_data_dir: Path | None = None) -> Model:
-    stripped = strip_payloads(data, ONNX_MODEL_SCHEMA)
+    try:
+        stripped = strip_payloads(data, ONNX_MODEL_SCHEMA)
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"the given bytes are not a valid ONNX model: {exc}") from None
     proto = _parse(stripped.data, "the given bytes")
     base = Path(external_data_dir) if external_data_dir is not None else None
     return model_from_proto(proto, base_dir=base, stripped=stripped, model_file=data)
