@@ -349,14 +349,18 @@ class Model:
 
     def weights(self) -> Iterator[WeightRef]:
         """Every stored tensor: initializers, Constant values and tensor attributes, in all graphs."""
+        seen: set[int] = set()  # a GraphDef Const's tensor is both an initializer and an attribute
         for graph in self.graphs():
             for tensor in graph.initializers.values():
+                seen.add(id(tensor))
                 yield WeightRef(graph, tensor, "initializer")
             for sparse in graph.sparse_initializers.values():
                 yield WeightRef(graph, sparse.values, "sparse_initializer")
             for node in graph.nodes:
                 for _, tensor in node.tensors():
-                    kind = "constant" if node.op_type == "Constant" else "attribute"
+                    if id(tensor) in seen:
+                        continue
+                    kind = "constant" if node.op_type in ("Constant", "Const") else "attribute"
                     yield WeightRef(graph, tensor, kind, node)
 
     @property
