@@ -1,0 +1,125 @@
+"""Small models built in code for the tests (no downloads, no PyTorch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def mlp(with_names: bool = True) -> onnx.ModelProto:
+    """x[batch,4] → MatMul(W1) → Add(b1) → Relu → MatMul(W2): two layers, scoped names."""
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((4, 8)).astype(np.float32), "/layer1/W")
+    b1 = numpy_helper.from_array(np.arange(8, dtype=np.float32), "/layer1/b")
+    w2 = numpy_helper.from_array(rng.standard_normal((8, 3)).astype(np.float32), "/layer2/W")
+
+    def name(n: str) -> str:
+        return n if with_names else ""
+
+    nodes = [
+        helper.make_node("MatMul", ["x", "/layer1/W"], ["h0"], name=name("/layer1/MatMul")),
+        helper.make_node("Add", ["h0", "/layer1/b"], ["h1"], name=name("/layer1/Add")),
+        helper.make_node("Relu", ["h1"], ["h2"], name=name("/layer1/Relu")),
+        helper.make_node("MatMul", ["h2", "/layer2/W"], ["y"], name=name("/layer2/MatMul")),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])],
+        [w1, b1, w2],
+        value_info=[helper.make_tensor_value_info("h1", TensorProto.FLOAT, ["batch", 8])],
+    )
+    model = helper.make_model(
+        graph,
+        producer_name="tests",
+        producer_version="1.0",
+        opset_imports=[helper.make_opsetid("", 17)],
+        doc_string="a two-layer perceptron",
+    )
+    helper.set_model_props(model, {"author": "tests", "license": "none"})
+    return model
+
+
+def nested_if(depth: int) -> onnx.ModelProto:
+    """If bodies nested ``depth`` deep, each branch holding a Constant weight."""
+
+    def body(level: int, branch: str) -> onnx.GraphProto:
+        value = numpy_helper.from_array(np.full((2, 2), level, dtype=np.float32), "")
+        const = helper.make_node("Constant", [], [f"c{level}{branch}"], value=value,
+                                 name=f"/level{level}/{branch}/Const")
+        nodes = [const]
+        out = f"c{level}{branch}"
+        if level < depth and branch == "then":
+            inner = helper.make_node(
+                "If", ["cond"], [f"r{level}"], name=f"/level{level}/If",
+                then_branch=body(level + 1, "then"), else_branch=body(level + 1, "else"),
+            )
+            add = helper.make_node("Add", [out, f"r{level}"], [f"o{level}{branch}"],
+                                   name=f"/level{level}/Add")
+            nodes += [inner, add]
+            out = f"o{level}{branch}"
+        return helper.make_graph(
+            nodes, f"body{level}{branch}", [],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, [2, 2])],
+        )
+
+    top = helper.make_node("If", ["cond"], ["y"], name="/If",
+                           then_branch=body(1, "then"), else_branch=body(1, "else"))
+    graph = helper.make_graph(
+        [top], "nested",
+        [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def with_external_data(directory: Path, name: str = "model.onnx", location: str = "weights.bin",
+                       checksum: bool = True) -> tuple[Path, dict[str, np.ndarray]]:
+    """The MLP with its initializers in one external file; returns the path and the arrays."""
+    model = mlp()
+    arrays: dict[str, np.ndarray] = {}
+    offset = 0
+    blob = bytearray()
+    for tensor in model.graph.initializer:
+        arr = numpy_helper.to_array(tensor)
+        arrays[tensor.name] = arr
+        data = arr.tobytes()
+        pad = (-offset) % 64
+        blob += b"\0" * pad
+        offset += pad
+        tensor.ClearField("raw_data")
+        tensor.ClearField("float_data")
+        tensor.data_location = TensorProto.EXTERNAL
+        del tensor.external_data[:]
+        for key, value in (("location", location), ("offset", str(offset)),
+                           ("length", str(len(data)))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        blob += data
+        offset += len(data)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / location).write_bytes(bytes(blob))
+    if checksum:
+        import hashlib
+
+        digest = hashlib.sha1(bytes(blob)).hexdigest()
+        for tensor in model.graph.initializer:
+            entry = tensor.external_data.add()
+            entry.key, entry.value = "checksum", digest
+    path = directory / name
+    onnx.save(model, path)
+    return path, arrays
+
+
+def set_external(tensor: onnx.TensorProto, **entries: str) -> None:
+    """Mark a tensor as external with exactly these key/value entries."""
+    tensor.ClearField("raw_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    del tensor.external_data[:]
+    for key, value in entries.items():
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
