@@ -96,11 +96,19 @@ def check_location(location: str, tensor: str) -> str:
 def resolve_location(base_dir: Path, location: str, tensor: str) -> Path:
     """Resolve ``location`` under ``base_dir``, refusing anything that escapes it."""
     normalized = check_location(location, tensor)
-    base = Path(os.path.realpath(base_dir))
-    candidate = base / normalized
-    if candidate.is_symlink():
-        raise UnsafePathError(f"tensor {tensor!r}: external data file {location!r} is a symlink")
-    real = Path(os.path.realpath(candidate))
+    try:
+        base = Path(os.path.realpath(base_dir))
+        candidate = base / normalized
+        if candidate.is_symlink():
+            raise UnsafePathError(f"tensor {tensor!r}: external data file {location!r} is a symlink")
+        real = Path(os.path.realpath(candidate))
+    except OSError as exc:
+        if isinstance(exc, UnsafePathError):
+            raise
+        shown = location if len(location) < 200 else location[:200] + "..."
+        raise ExternalDataError(
+            f"tensor {tensor!r}: external data {shown!r} cannot be opened: {exc.strerror}"
+        ) from None
     if os.path.commonpath([base, real]) != str(base):
         raise UnsafePathError(
             f"tensor {tensor!r}: external data {location!r} resolves outside {str(base)!r}"

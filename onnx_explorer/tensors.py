@@ -167,7 +167,7 @@ class ExternalBytes(BytesSource):
         if offset > size:
             raise ExternalDataError(
                 f"tensor {name!r}: offset {offset} is past the end of {self.ref.location!r} "
-                f"({size} bytes)"
+                f"({size} bytes; truncated?)"
             )
         if length is None:
             length = size - offset
