@@ -1,0 +1,252 @@
+"""Shared helpers for the benchmark scripts in bench/.
+
+Each measurement runs in a fresh Python process, so imports, caches and freed
+memory of one case never leak into the next. The parent reads the child's peak
+resident set size from ``os.wait4`` (``ru_maxrss``) and the child reports the
+time of the timed statement itself.
+
+One trap, handled here: on Linux a child's ``ru_maxrss`` starts at the RSS of
+the process that spawned it (the high-water mark survives fork + exec). Keep the
+process calling :func:`run_python` small — do heavy work such as generating
+models in a subprocess too. :func:`run_python` raises :class:`BenchError` when
+a figure could be the parent's rather than the child's.
+
+Scripts run as ``python bench/<name>.py`` import this module as ``_common``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+MODELS_DIR = BENCH_DIR / "_models"
+RESULTS_DIR = BENCH_DIR / "results"
+
+#: The child prints its report as the last stdout line starting with this marker.
+REPORT_MARKER = "@@bench-report "
+
+
+class BenchError(RuntimeError):
+    """A benchmark child failed, or its figures cannot be trusted."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One child process: whole-process wall time, peak RSS and what it reported."""
+
+    process_s: float  # spawn to exit, seen from the parent (includes interpreter start, imports)
+    max_rss: int  # bytes, ru_maxrss of the child
+    report: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        """The timed statement's wall time, measured inside the child."""
+        return float(self.report["seconds"])
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Medians over repeated :class:`Run`s of the same child."""
+
+    runs: tuple[Run, ...]
+
+    @property
+    def seconds(self) -> float:
+        return statistics.median(r.seconds for r in self.runs)
+
+    @property
+    def process_s(self) -> float:
+        return statistics.median(r.process_s for r in self.runs)
+
+    @property
+    def max_rss(self) -> int:
+        return int(statistics.median(r.max_rss for r in self.runs))
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """The last run's report (its non-timing fields are the same in every run)."""
+        return self.runs[-1].report
+
+
+def _ru_maxrss_bytes(value: int) -> int:
+    # Linux reports kilobytes, macOS bytes.
+    return value if sys.platform == "darwin" else value * 1024
+
+
+def _own_peak_rss() -> int:
+    return _ru_maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def run_python(
+    code: str,
+    *,
+    timeout: float = 900.0,
+    env: dict[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> Run:
+    """Run ``code`` in a fresh interpreter; return its wall time, peak RSS and report.
+
+    The report is the JSON object the child printed after :data:`REPORT_MARKER`
+    (see :func:`timed_child`); ``{}`` if it printed none. A child that fails or
+    runs past ``timeout`` seconds raises :class:`BenchError` with its stderr.
+    """
+    parent_rss = _own_peak_rss()
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+    # Drain the pipes in threads so that this thread can block in wait4, which is
+    # what returns the child's own resource usage.
+    out: dict[str, bytes] = {}
+
+    def drain(name: str, stream: Any) -> None:
+        out[name] = stream.read()
+
+    readers = [
+        threading.Thread(target=drain, args=(name, stream), daemon=True)
+        for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr))
+    ]
+    for reader in readers:
+        reader.start()
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        killer.cancel()
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for reader in readers:
+        reader.join()
+    stdout = out.get("stdout", b"").decode("utf-8", "replace")
+    stderr = out.get("stderr", b"").decode("utf-8", "replace")
+    if proc.returncode != 0:
+        why = "timed out" if elapsed >= timeout else f"exited with {proc.returncode}"
+        tail = "\n".join(stderr.strip().splitlines()[-20:])
+        raise BenchError(f"benchmark child {why}:\n{tail}")
+    max_rss = _ru_maxrss_bytes(usage.ru_maxrss)
+    if max_rss <= parent_rss:
+        raise BenchError(
+            f"child peak RSS {max_rss} B is not above the parent's {parent_rss} B: it may be "
+            "inherited from the parent; run heavy work in a subprocess"
+        )
+    report: dict[str, Any] = {}
+    for line in stdout.splitlines():
+        if line.startswith(REPORT_MARKER):
+            report = json.loads(line[len(REPORT_MARKER) :])
+    return Run(elapsed, max_rss, report)
+
+
+def timed_child(setup: str, stmt: str, post: str = "") -> str:
+    """Child code that runs ``setup``, times ``stmt`` once, then runs ``post``.
+
+    ``post`` may fill the dict ``report`` with extra JSON-able facts (counts to
+    check that every contender saw the same thing). ``report["seconds"]`` is the
+    wall time of ``stmt``.
+    """
+    return "\n".join(
+        [
+            "import json as _json, time as _time",
+            "report = {}",
+            textwrap.dedent(setup),
+            "_t0 = _time.perf_counter()",
+            textwrap.dedent(stmt),
+            "report['seconds'] = _time.perf_counter() - _t0",
+            textwrap.dedent(post),
+            f"print({REPORT_MARKER!r} + _json.dumps(report), flush=True)",
+        ]
+    )
+
+
+def measure(code: str, repeat: int = 3, **kwargs: Any) -> Measurement:
+    """Run the child ``repeat`` times (each in a fresh process) and keep every run."""
+    return Measurement(tuple(run_python(code, **kwargs) for _ in range(repeat)))
+
+
+# -- formatting ----------------------------------------------------------------------
+def fmt_seconds(seconds: float) -> str:
+    if seconds < 0.01:
+        return f"{seconds * 1000:.2f} ms"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.2f} s"
+
+
+def fmt_bytes(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.{2 if unit == 'GB' else 0}f} {unit}"
+    return f"{int(n)} B"
+
+
+def fmt_ratio(ratio: float) -> str:
+    return f"{ratio:.2f}×" if ratio >= 0.1 else f"{ratio:.3f}×"
+
+
+def markdown_table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None
+) -> str:
+    """A GitHub markdown table; ``align`` has one of ``l``/``r``/``c`` per column."""
+    align = align or "l" + "r" * (len(headers) - 1)
+    marks = {"l": ":--", "r": "--:", "c": ":-:"}
+    cells = [[str(c).replace("|", "\\|") for c in row] for row in rows]
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "| " + " | ".join(marks[a] for a in align) + " |",
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    return "\n".join(lines)
+
+
+def machine_description() -> str:
+    """Cores, memory, OS and Python version, for the header of a results file."""
+    memory = ""
+    try:
+        with open("/proc/meminfo") as fh:
+            kb = int(fh.readline().split()[1])
+        memory = f", {kb / 1024**2:.0f} GB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return (
+        f"{os.cpu_count()} cores{memory}, {platform.system()} {platform.machine()}, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def today() -> str:
+    return datetime.date.today().isoformat()
+
+
+def package_version(name: str) -> str:
+    """Version of an installed package, asked of a child so that the parent stays small."""
+    code = f"import importlib.metadata as m; print(m.version({name!r}))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    return result.stdout.strip() or "?"
+
+
+def write_result(name: str, text: str) -> Path:
+    """Write ``bench/results/<name>.md``."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.md"
+    path.write_text(text.rstrip() + "\n", encoding="utf-8")
+    return path
