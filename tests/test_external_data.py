@@ -216,7 +216,7 @@ def test_length_disagreeing_with_dims(tmp_path):
 def test_truncated_data_file(tmp_path):
     path, arrays = with_external_data(tmp_path, checksum=False)
     data = (tmp_path / "weights.bin").read_bytes()
-    (tmp_path / "weights.bin").write_bytes(data[:100])
+    (tmp_path / "weights.bin").write_bytes(data[:150])
     model = ox.load(path)
     with pytest.raises(ox.ExternalDataError, match="truncated"):
         model.graph.initializers["/layer2/W"].numpy()
