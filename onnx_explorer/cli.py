@@ -39,7 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    summary = sub.add_parser("summary", help="metadata, opsets, op counts, inputs/outputs, weight totals")
+    summary = sub.add_parser(
+        "summary", help="metadata, opsets, op counts, inputs/outputs, weight totals"
+    )
     _add_common(summary)
     summary.set_defaults(handler=_cmd_summary)
 
@@ -49,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="model file (.onnx, .pb, .pbtxt)")
-    parser.add_argument("--external-data-dir", metavar="DIR", help="where external tensor data lives")
+    parser.add_argument(
+        "--external-data-dir", metavar="DIR", help="where external tensor data lives"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 

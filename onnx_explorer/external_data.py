@@ -9,6 +9,7 @@ and a stored ``basepath`` are ignored.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import mmap
 import os
@@ -87,9 +88,7 @@ def check_location(location: str, tensor: str) -> str:
     if normalized.startswith("/"):
         raise UnsafePathError(f"tensor {tensor!r}: absolute path {location!r} is not allowed")
     if any(part == ".." for part in normalized.split("/")):
-        raise UnsafePathError(
-            f"tensor {tensor!r}: location {location!r} has a '..' component"
-        )
+        raise UnsafePathError(f"tensor {tensor!r}: location {location!r} has a '..' component")
     return normalized
 
 
@@ -100,7 +99,9 @@ def resolve_location(base_dir: Path, location: str, tensor: str) -> Path:
         base = Path(os.path.realpath(base_dir))
         candidate = base / normalized
         if candidate.is_symlink():
-            raise UnsafePathError(f"tensor {tensor!r}: external data file {location!r} is a symlink")
+            raise UnsafePathError(
+                f"tensor {tensor!r}: external data file {location!r} is a symlink"
+            )
         real = Path(os.path.realpath(candidate))
     except OSError as exc:
         if isinstance(exc, UnsafePathError):
@@ -142,9 +143,7 @@ class DataFile:
             if not stat.S_ISREG(st.st_mode):
                 raise UnsafePathError(f"data file {str(self.path)!r} is not a regular file")
             self._size = st.st_size
-            self._map = (
-                mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else None
-            )
+            self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else None
         finally:
             os.close(fd)
 
@@ -180,10 +179,9 @@ class DataFile:
     def close(self) -> None:
         with self._lock:
             if self._map is not None:
-                try:
+                # Arrays still viewing the map keep it alive; it closes when they go.
+                with contextlib.suppress(BufferError):
                     self._map.close()
-                except BufferError:
-                    pass  # arrays still view the map; it closes when they go
                 self._map = None
                 self._size = None
 

@@ -19,7 +19,9 @@ def _value(info: ValueInfo) -> dict[str, Any]:
 
 def summarize(model: Model) -> dict[str, Any]:
     """Metadata, opsets, op counts, inputs/outputs and weight totals; reads no tensor bytes."""
-    by_dtype: dict[str, dict[str, int]] = defaultdict(lambda: {"tensors": 0, "parameters": 0, "bytes": 0})
+    by_dtype: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"tensors": 0, "parameters": 0, "bytes": 0}
+    )
     by_location: dict[str, dict[str, int]] = defaultdict(lambda: {"tensors": 0, "bytes": 0})
     parameters = weight_bytes = 0
     for ref in model.weights():
@@ -89,7 +91,10 @@ def format_summary(info: dict[str, Any]) -> str:
     lines = []
     if info["path"]:
         lines.append(f"model        {info['path']}")
-    lines.append(f"format       {info['format']}" + (f" (IR {info['ir_version']})" if info["ir_version"] else ""))
+    lines.append(
+        f"format       {info['format']}"
+        + (f" (IR {info['ir_version']})" if info["ir_version"] else "")
+    )
     if info["producer"]:
         lines.append(f"producer     {info['producer']} {info['producer_version']}".rstrip())
     if info["opsets"]:

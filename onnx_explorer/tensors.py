@@ -125,7 +125,9 @@ class MemoryBytes(BytesSource):
 class FileRange(BytesSource):
     """Bytes at a known offset of a mapped file (raw_data found by the wire walk)."""
 
-    def __init__(self, data_file: DataFile, offset: int, length: int, kind: str = "embedded") -> None:
+    def __init__(
+        self, data_file: DataFile, offset: int, length: int, kind: str = "embedded"
+    ) -> None:
         self._file = data_file
         self._offset = offset
         self._length = length
@@ -209,7 +211,7 @@ class ArraySource(TensorSource):
 class Tensor:
     """A named n-dimensional array whose bytes are read only when asked for."""
 
-    __slots__ = ("name", "dtype_info", "shape", "doc_string", "_source", "_cached")
+    __slots__ = ("_cached", "_source", "doc_string", "dtype_info", "name", "shape")
 
     def __init__(
         self,
@@ -272,7 +274,9 @@ class Tensor:
             for start in range(0, flat.size, max_elements):
                 yield flat[start : start + max_elements]
             return
-        yield from self._source.chunks(self.dtype_info, self._checked_size(), self.name, max_elements)
+        yield from self._source.chunks(
+            self.dtype_info, self._checked_size(), self.name, max_elements
+        )
 
     def check(self) -> None:
         """Raise the error reading this tensor would raise (bytes are not decoded)."""

@@ -49,36 +49,47 @@ def nested_if(depth: int) -> onnx.ModelProto:
 
     def body(level: int, branch: str) -> onnx.GraphProto:
         value = numpy_helper.from_array(np.full((2, 2), level, dtype=np.float32), "")
-        const = helper.make_node("Constant", [], [f"c{level}{branch}"], value=value,
-                                 name=f"/level{level}/{branch}/Const")
+        const = helper.make_node(
+            "Constant", [], [f"c{level}{branch}"], value=value, name=f"/level{level}/{branch}/Const"
+        )
         nodes = [const]
         out = f"c{level}{branch}"
         if level < depth and branch == "then":
             inner = helper.make_node(
-                "If", ["cond"], [f"r{level}"], name=f"/level{level}/If",
-                then_branch=body(level + 1, "then"), else_branch=body(level + 1, "else"),
+                "If",
+                ["cond"],
+                [f"r{level}"],
+                name=f"/level{level}/If",
+                then_branch=body(level + 1, "then"),
+                else_branch=body(level + 1, "else"),
             )
-            add = helper.make_node("Add", [out, f"r{level}"], [f"o{level}{branch}"],
-                                   name=f"/level{level}/Add")
+            add = helper.make_node(
+                "Add", [out, f"r{level}"], [f"o{level}{branch}"], name=f"/level{level}/Add"
+            )
             nodes += [inner, add]
             out = f"o{level}{branch}"
         return helper.make_graph(
-            nodes, f"body{level}{branch}", [],
+            nodes,
+            f"body{level}{branch}",
+            [],
             [helper.make_tensor_value_info(out, TensorProto.FLOAT, [2, 2])],
         )
 
-    top = helper.make_node("If", ["cond"], ["y"], name="/If",
-                           then_branch=body(1, "then"), else_branch=body(1, "else"))
+    top = helper.make_node(
+        "If", ["cond"], ["y"], name="/If", then_branch=body(1, "then"), else_branch=body(1, "else")
+    )
     graph = helper.make_graph(
-        [top], "nested",
+        [top],
+        "nested",
         [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def with_external_data(directory: Path, name: str = "model.onnx", location: str = "weights.bin",
-                       checksum: bool = True) -> tuple[Path, dict[str, np.ndarray]]:
+def with_external_data(
+    directory: Path, name: str = "model.onnx", location: str = "weights.bin", checksum: bool = True
+) -> tuple[Path, dict[str, np.ndarray]]:
     """The MLP with its initializers in one external file; returns the path and the arrays."""
     model = mlp()
     arrays: dict[str, np.ndarray] = {}
@@ -95,8 +106,11 @@ def with_external_data(directory: Path, name: str = "model.onnx", location: str 
         tensor.ClearField("float_data")
         tensor.data_location = TensorProto.EXTERNAL
         del tensor.external_data[:]
-        for key, value in (("location", location), ("offset", str(offset)),
-                           ("length", str(len(data)))):
+        for key, value in (
+            ("location", location),
+            ("offset", str(offset)),
+            ("length", str(len(data))),
+        ):
             entry = tensor.external_data.add()
             entry.key, entry.value = key, value
         blob += data

@@ -58,7 +58,9 @@ def test_data_in_another_directory(tmp_path):
     data_dir.mkdir()
     os.replace(tmp_path / "model" / "weights.bin", data_dir / "weights.bin")
     model = ox.load(path, external_data_dir=data_dir)
-    np.testing.assert_array_equal(model.graph.initializers["/layer2/W"].numpy(), arrays["/layer2/W"])
+    np.testing.assert_array_equal(
+        model.graph.initializers["/layer2/W"].numpy(), arrays["/layer2/W"]
+    )
     with pytest.raises(ox.ExternalDataError):
         ox.load(path).graph.initializers["/layer2/W"].numpy()
 
@@ -69,9 +71,13 @@ def test_in_memory_model_needs_external_data_dir(tmp_path):
     with pytest.raises(ox.ExternalDataError, match="external_data_dir"):
         ox.load(proto).graph.initializers["/layer1/b"].numpy()
     model = ox.load(proto, external_data_dir=tmp_path)
-    np.testing.assert_array_equal(model.graph.initializers["/layer1/b"].numpy(), arrays["/layer1/b"])
+    np.testing.assert_array_equal(
+        model.graph.initializers["/layer1/b"].numpy(), arrays["/layer1/b"]
+    )
     from_bytes = ox.load(path.read_bytes(), external_data_dir=tmp_path)
-    np.testing.assert_array_equal(from_bytes.graph.initializers["/layer1/b"].numpy(), arrays["/layer1/b"])
+    np.testing.assert_array_equal(
+        from_bytes.graph.initializers["/layer1/b"].numpy(), arrays["/layer1/b"]
+    )
 
 
 def test_checksum_verification(tmp_path):
@@ -115,7 +121,9 @@ def _assert_rejected(model, arrays, error_type, pattern):
     assert isinstance(info.value, ExplorerError)
     assert HOSTILE in str(info.value)
     # The rest of the model stays usable.
-    np.testing.assert_array_equal(model.graph.initializers["/layer2/W"].numpy(), arrays["/layer2/W"])
+    np.testing.assert_array_equal(
+        model.graph.initializers["/layer2/W"].numpy(), arrays["/layer2/W"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -133,8 +141,19 @@ def _assert_rejected(model, arrays, error_type, pattern):
         ("weights.bin\x00.txt", "NUL byte"),
         ("", "no location"),
     ],
-    ids=["dotdot", "nested-dotdot", "dotdot-back-inside", "backslash-dotdot", "absolute",
-         "drive", "drive-relative", "unc-backslash", "unc-slash", "nul", "empty"],
+    ids=[
+        "dotdot",
+        "nested-dotdot",
+        "dotdot-back-inside",
+        "backslash-dotdot",
+        "absolute",
+        "drive",
+        "drive-relative",
+        "unc-backslash",
+        "unc-slash",
+        "nul",
+        "empty",
+    ],
 )
 def test_hostile_locations_are_refused(tmp_path, location, pattern):
     model, arrays = _model_with(tmp_path, location=location, offset="0", length="128")
@@ -200,8 +219,18 @@ def test_missing_file(tmp_path):
         ("0", "999999999999999999999999", "run past the end"),
         ("200", "128", "run past the end"),
     ],
-    ids=["negative-offset", "alpha-offset", "float-offset", "space-offset", "unicode-digits",
-         "negative-length", "hex-length", "huge-offset", "huge-length", "range-past-end"],
+    ids=[
+        "negative-offset",
+        "alpha-offset",
+        "float-offset",
+        "space-offset",
+        "unicode-digits",
+        "negative-length",
+        "hex-length",
+        "huge-offset",
+        "huge-length",
+        "range-past-end",
+    ],
 )
 def test_bad_offsets_and_lengths(tmp_path, offset, length, pattern):
     model, arrays = _model_with(tmp_path, location="weights.bin", offset=offset, length=length)
@@ -220,7 +249,9 @@ def test_truncated_data_file(tmp_path):
     model = ox.load(path)
     with pytest.raises(ox.ExternalDataError, match="truncated"):
         model.graph.initializers["/layer2/W"].numpy()
-    np.testing.assert_array_equal(model.graph.initializers["/layer1/W"].numpy(), arrays["/layer1/W"])
+    np.testing.assert_array_equal(
+        model.graph.initializers["/layer1/W"].numpy(), arrays["/layer1/W"]
+    )
 
 
 def test_unknown_keys_are_ignored(tmp_path):

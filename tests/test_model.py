@@ -39,7 +39,10 @@ def test_every_source_gives_the_same_model(mlp_path, kind):
     }[kind]
     model = ox.load(source)
     assert [n.name for n in model.graph.nodes] == [
-        "/layer1/MatMul", "/layer1/Add", "/layer1/Relu", "/layer2/MatMul",
+        "/layer1/MatMul",
+        "/layer1/Add",
+        "/layer1/Relu",
+        "/layer2/MatMul",
     ]
     expected = numpy_helper.to_array(mlp().graph.initializer[0])
     np.testing.assert_array_equal(model.graph.initializers["/layer1/W"].numpy(), expected)
@@ -149,20 +152,46 @@ def test_every_attribute_type_is_decoded():
     )
     type_proto = helper.make_tensor_type_proto(TensorProto.INT64, ["n"])
     node = helper.make_node(
-        "Custom", [], ["out"], name="n", domain="com.acme",
-        f=0.5, i=3, s="text", t=tensor, g=sub, sp=sparse, tp=type_proto,
-        fs=[1.0, 2.0], is_=[1, 2], ss=["a", "b"], ts=[tensor, tensor], gs=[sub, sub],
-        sps=[sparse], tps=[type_proto],
+        "Custom",
+        [],
+        ["out"],
+        name="n",
+        domain="com.acme",
+        f=0.5,
+        i=3,
+        s="text",
+        t=tensor,
+        g=sub,
+        sp=sparse,
+        tp=type_proto,
+        fs=[1.0, 2.0],
+        is_=[1, 2],
+        ss=["a", "b"],
+        ts=[tensor, tensor],
+        gs=[sub, sub],
+        sps=[sparse],
+        tps=[type_proto],
     )
     graph = helper.make_graph([node], "g", [], [])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                   helper.make_opsetid("com.acme", 1)])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.acme", 1)]
+    )
     attrs = ox.load(model).graph.node("n").attributes
     kinds = {name: a.kind for name, a in attrs.items()}
     assert kinds == {
-        "f": "FLOAT", "i": "INT", "s": "STRING", "t": "TENSOR", "g": "GRAPH",
-        "sp": "SPARSE_TENSOR", "tp": "TYPE_PROTO", "fs": "FLOATS", "is_": "INTS",
-        "ss": "STRINGS", "ts": "TENSORS", "gs": "GRAPHS", "sps": "SPARSE_TENSORS",
+        "f": "FLOAT",
+        "i": "INT",
+        "s": "STRING",
+        "t": "TENSOR",
+        "g": "GRAPH",
+        "sp": "SPARSE_TENSOR",
+        "tp": "TYPE_PROTO",
+        "fs": "FLOATS",
+        "is_": "INTS",
+        "ss": "STRINGS",
+        "ts": "TENSORS",
+        "gs": "GRAPHS",
+        "sps": "SPARSE_TENSORS",
         "tps": "TYPE_PROTOS",
     }
     assert attrs["f"].value == 0.5 and attrs["i"].value == 3 and attrs["s"].value == "text"
@@ -186,12 +215,18 @@ def test_value_types_beyond_tensors():
     graph = helper.make_graph(
         [helper.make_node("ZipMap", ["x"], ["probs"], domain="ai.onnx.ml", classlabels_int64s=[0])],
         "sk",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1]),
-         helper.make_value_info("opt", optional), helper.make_value_info("sp", sparse)],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1]),
+            helper.make_value_info("opt", optional),
+            helper.make_value_info("sp", sparse),
+        ],
         [helper.make_value_info("probs", seq_map)],
     )
-    model = ox.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                           helper.make_opsetid("ai.onnx.ml", 3)]))
+    model = ox.load(
+        helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)]
+        )
+    )
     assert model.graph.outputs[0].type == "seq(map(int64, tensor(float)))"
     assert model.graph.outputs[0].dtype is None
     x, opt, sp = model.graph.inputs
@@ -204,7 +239,9 @@ def test_value_types_beyond_tensors():
 def test_embedded_weights_are_located_not_copied(tmp_path):
     big = np.arange(1 << 20, dtype=np.float32)  # 4 MB
     graph = helper.make_graph(
-        [helper.make_node("Identity", ["w"], ["y"])], "g", [],
+        [helper.make_node("Identity", ["w"], ["y"])],
+        "g",
+        [],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1 << 20])],
         [numpy_helper.from_array(big, "w")],
     )
@@ -244,8 +281,9 @@ DTYPE_CASES = [
 @pytest.mark.parametrize("raw", [True, False], ids=["raw_data", "typed_fields"])
 @pytest.mark.parametrize(("elem", "values"), DTYPE_CASES, ids=lambda v: str(v)[:12])
 def test_plain_dtypes_roundtrip(tmp_path, elem, values, raw):
-    tensor = helper.make_tensor("t", elem, values.shape, values.tobytes() if raw else values.tolist(),
-                                raw=raw)
+    tensor = helper.make_tensor(
+        "t", elem, values.shape, values.tobytes() if raw else values.tolist(), raw=raw
+    )
     loaded = _load_initializer(tmp_path, tensor)
     assert loaded.dtype == values.dtype
     np.testing.assert_array_equal(loaded.numpy(), values)
@@ -260,16 +298,28 @@ def _load_initializer(tmp_path, tensor: TensorProto) -> ox.Tensor:
 
 @pytest.mark.parametrize(
     "name",
-    ["bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
-     "float8_e8m0fnu", "int4", "uint4", "float4_e2m1fn", "int2", "uint2"],
+    [
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "int4",
+        "uint4",
+        "float4_e2m1fn",
+        "int2",
+        "uint2",
+    ],
 )
 @pytest.mark.parametrize("count", [7, 600])  # odd counts exercise partial packed bytes
 def test_ml_dtypes_roundtrip(tmp_path, name, count):
     import ml_dtypes
 
     np_type = getattr(ml_dtypes, name)
-    pool = {"int4": range(-8, 8), "uint4": range(16), "int2": range(-2, 2),
-            "uint2": range(4)}.get(name, [0.0, 0.5, 1.0, -2.0, 4.0, 0.25])
+    pool = {"int4": range(-8, 8), "uint4": range(16), "int2": range(-2, 2), "uint2": range(4)}.get(
+        name, [0.0, 0.5, 1.0, -2.0, 4.0, 0.25]
+    )
     if name == "float8_e8m0fnu":
         pool = [0.5, 1.0, 2.0, 4.0]
     values = np.resize(np.array(list(pool)), count).astype(np_type)
@@ -291,11 +341,25 @@ def test_string_tensor(tmp_path):
 
 
 def test_custom_domains_and_many_opsets():
-    domains = ["", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "ai.onnx.training",
-               "ai.onnx.preview.training", "com.ms.internal.nhwc", "org.pytorch.aten", "custom"]
+    domains = [
+        "",
+        "ai.onnx.ml",
+        "com.microsoft",
+        "com.microsoft.nchwc",
+        "ai.onnx.training",
+        "ai.onnx.preview.training",
+        "com.ms.internal.nhwc",
+        "org.pytorch.aten",
+        "custom",
+    ]
     nodes = [
-        helper.make_node("QLinearAdd", ["a", "s", "z", "b", "s", "z", "s", "z"], ["y"],
-                         domain="com.microsoft", name="/q/QLinearAdd"),
+        helper.make_node(
+            "QLinearAdd",
+            ["a", "s", "z", "b", "s", "z", "s", "z"],
+            ["y"],
+            domain="com.microsoft",
+            name="/q/QLinearAdd",
+        ),
     ]
     graph = helper.make_graph(nodes, "q", [], [])
     model = helper.make_model(

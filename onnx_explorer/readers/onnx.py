@@ -153,7 +153,9 @@ class _Context:
 
 
 # -- nodes and graphs --------------------------------------------------------------
-def _attribute(ctx: _Context, a: onnx.AttributeProto, node_name: str, owner: str, graph_path: str) -> Attribute:
+def _attribute(
+    ctx: _Context, a: onnx.AttributeProto, node_name: str, owner: str, graph_path: str
+) -> Attribute:
     kind = _ATTR_KINDS.get(a.type, "UNDEFINED")
     if kind == "UNDEFINED":
         kind = _guess_attribute_kind(a)
@@ -201,7 +203,12 @@ def _guess_attribute_kind(a: onnx.AttributeProto) -> str:
     ):  # fmt: skip
         if len(getattr(a, field)):
             return kind
-    for field, kind in (("t", "TENSOR"), ("g", "GRAPH"), ("sparse_tensor", "SPARSE_TENSOR"), ("tp", "TYPE_PROTO")):
+    for field, kind in (
+        ("t", "TENSOR"),
+        ("g", "GRAPH"),
+        ("sparse_tensor", "SPARSE_TENSOR"),
+        ("tp", "TYPE_PROTO"),
+    ):
         if a.HasField(field):
             return kind
     if a.s:

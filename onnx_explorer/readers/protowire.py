@@ -130,7 +130,9 @@ class _Walker:
                 pieces.extend(replacement)
                 copied_from = pos
             else:
-                raise ModelFormatError(f"unsupported protobuf wire type {wire} at offset {field_start}")
+                raise ModelFormatError(
+                    f"unsupported protobuf wire type {wire} at offset {field_start}"
+                )
             if pos > end:
                 raise ModelFormatError(f"truncated file: field at offset {field_start} is cut off")
         if not changed:
