@@ -23,7 +23,7 @@ Dim = int | str | None  # a fixed size, a symbolic name ("batch"), or unknown
 
 @dataclass(frozen=True)
 class ValueInfo:
-    """A named value's type: ``type`` is readable (``tensor(float)``, ``seq(map(int64, tensor(float)))``)."""
+    """A named value's type; ``type`` reads like ``seq(map(int64, tensor(float)))``."""
 
     name: str
     type: str = ""  # "" when the file does not say
@@ -71,8 +71,18 @@ class Node:
     """One operator application."""
 
     __slots__ = (
-        "name", "op_type", "domain", "inputs", "outputs", "attributes", "doc_string",
-        "control_inputs", "device", "index", "graph", "has_file_name",
+        "attributes",
+        "control_inputs",
+        "device",
+        "doc_string",
+        "domain",
+        "graph",
+        "has_file_name",
+        "index",
+        "inputs",
+        "name",
+        "op_type",
+        "outputs",
     )  # fmt: skip
 
     def __init__(
@@ -106,7 +116,9 @@ class Node:
 
     @property
     def qualified_op(self) -> str:
-        return f"{self.domain}::{self.op_type}" if self.domain not in ("", "ai.onnx") else self.op_type
+        return (
+            f"{self.domain}::{self.op_type}" if self.domain not in ("", "ai.onnx") else self.op_type
+        )
 
     def subgraphs(self) -> list[tuple[str, Graph]]:
         """(attribute name, graph) for GRAPH and GRAPHS attributes (If/Loop/Scan bodies)."""
@@ -198,7 +210,7 @@ class Graph:
         self._producers, self._consumers = producers, consumers
 
     def producer(self, tensor_name: str) -> Node | None:
-        """The node whose output is ``tensor_name`` (None for inputs, initializers, outer values)."""
+        """The node producing ``tensor_name``; None for inputs, initializers, outer values."""
         if self._producers is None:
             self._index()
         assert self._producers is not None
@@ -231,7 +243,7 @@ class Graph:
         return None
 
     def constants(self) -> dict[str, Tensor]:
-        """Output name → value of Constant nodes holding a tensor (many exporters keep weights there)."""
+        """Output name → value of Constant nodes (many exporters keep all weights there)."""
         found: dict[str, Tensor] = {}
         for node in self.nodes:
             if node.op_type == "Constant" and node.outputs:
@@ -348,7 +360,7 @@ class Model:
             raise KeyError(f"no graph at path {path!r}") from None
 
     def weights(self) -> Iterator[WeightRef]:
-        """Every stored tensor: initializers, Constant values and tensor attributes, in all graphs."""
+        """Every stored tensor: initializers, Constant values, tensor attributes; all graphs."""
         seen: set[int] = set()  # a GraphDef Const's tensor is both an initializer and an attribute
         for graph in self.graphs():
             for tensor in graph.initializers.values():
