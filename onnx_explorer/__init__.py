@@ -35,5 +35,25 @@ __all__ = [
     "UnsafePathError",
     "ValueInfo",
     "__version__",
+    "explore",
     "load",
 ]
+
+
+def explore(source, **options):  # type: ignore[no-untyped-def]
+    """Open a model in the notebook explorer; see :func:`onnx_explorer.widgets.explorer.explore`."""
+    from .widgets.explorer import explore as _explore
+
+    return _explore(source, **options)
+
+
+def load_ipython_extension(ip):  # type: ignore[no-untyped-def]
+    from .ipython import load_ipython_extension as _load
+
+    _load(ip)
+
+
+def unload_ipython_extension(ip):  # type: ignore[no-untyped-def]
+    from .ipython import unload_ipython_extension as _unload
+
+    _unload(ip)

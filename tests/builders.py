@@ -137,3 +137,45 @@ def set_external(tensor: onnx.TensorProto, **entries: str) -> None:
     for key, value in entries.items():
         entry = tensor.external_data.add()
         entry.key, entry.value = key, value
+
+
+HOSTILE_STRINGS = [
+    "<script>alert('x')</script>",
+    '<img src=x onerror="alert(1)">',
+    "\"quoted\" & 'single' </div></td>",
+    "<b>bold</b>\\N\\G\\",
+    "javascript:alert(1)",
+]
+
+
+def hostile() -> onnx.ModelProto:
+    """A model whose every string is an attempt at markup injection."""
+    s = HOSTILE_STRINGS
+    weight = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), s[0])
+    labels = helper.make_tensor(s[1], TensorProto.STRING, [2], [s[0].encode(), s[1].encode()])
+    nodes = [
+        helper.make_node("MatMul", [s[2], s[0]], [s[3]], name=s[1], doc_string=s[0]),
+        helper.make_node("Identity", [s[3]], [s[4]], name=s[0], note=s[1], domain=""),
+        helper.make_node("Constant", [], ["labels_out"], name=s[3], value=labels),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        s[1],
+        [helper.make_tensor_value_info(s[2], TensorProto.FLOAT, [s[0], 2])],
+        [
+            helper.make_tensor_value_info(s[4], TensorProto.FLOAT, [s[1], 3]),
+            helper.make_tensor_value_info("labels_out", TensorProto.STRING, [2]),
+        ],
+        [weight],
+        doc_string=s[1],
+    )
+    model = helper.make_model(
+        graph,
+        producer_name=s[0],
+        producer_version=s[1],
+        doc_string=s[2],
+        domain=s[3],
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    helper.set_model_props(model, {s[0]: s[1], "license": s[4]})
+    return model

@@ -1,0 +1,90 @@
+"""IPython glue: ``%load_ext onnx_explorer`` registers the magics and the ModelProto display.
+
+``%onnx_explore PATH [--external-data-dir DIR]``  opens the explorer;
+``%onnx_summary PATH [--external-data-dir DIR]``  prints the text summary;
+an ``onnx.ModelProto`` left as a cell's last expression displays as the explorer.
+``%unload_ext onnx_explorer`` removes all of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+MAGIC_NAMES = ("onnx_explore", "onnx_summary")
+
+
+class _MagicArgumentError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse would exit the kernel
+        raise _MagicArgumentError(f"{self.prog}: {message}")
+
+
+def _parse(prog: str, line: str) -> argparse.Namespace:
+    parser = _Parser(prog=f"%{prog}", add_help=False)
+    parser.add_argument("path")
+    parser.add_argument("--external-data-dir", default=None)
+    parser.add_argument("--max-nodes", type=int, default=None)
+    return parser.parse_args(shlex.split(line))
+
+
+def onnx_explore(line: str) -> Any:
+    """%onnx_explore PATH [--external-data-dir DIR] [--max-nodes N]: open the explorer."""
+    from .errors import ExplorerError
+    from .widgets.explorer import explore
+
+    try:
+        args = _parse("onnx_explore", line)
+        return explore(
+            args.path, external_data_dir=args.external_data_dir, max_nodes=args.max_nodes
+        )
+    except (_MagicArgumentError, ExplorerError) as exc:
+        print(f"onnx_explorer: {exc}")
+        return None
+
+
+def onnx_summary(line: str) -> None:
+    """%onnx_summary PATH [--external-data-dir DIR]: print the model's summary."""
+    from .errors import ExplorerError
+    from .readers import load
+    from .summary import format_summary, summarize
+
+    try:
+        args = _parse("onnx_summary", line)
+        print(format_summary(summarize(load(args.path, external_data_dir=args.external_data_dir))))
+    except (_MagicArgumentError, ExplorerError) as exc:
+        print(f"onnx_explorer: {exc}")
+
+
+def _model_proto_mimebundle(proto: Any, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    from .widgets.explorer import explore
+
+    return explore(proto)._repr_mimebundle_(include=include, exclude=exclude)
+
+
+def _formatter(ip: Any) -> Any:
+    return ip.display_formatter.mimebundle_formatter
+
+
+def load_ipython_extension(ip: Any) -> None:
+    ip.register_magic_function(onnx_explore, "line", "onnx_explore")
+    ip.register_magic_function(onnx_summary, "line", "onnx_summary")
+    _formatter(ip).for_type_by_name("onnx.onnx_ml_pb2", "ModelProto", _model_proto_mimebundle)
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    line_magics = ip.magics_manager.magics["line"]
+    for name in MAGIC_NAMES:
+        line_magics.pop(name, None)
+    formatter = _formatter(ip)
+    formatter.deferred_printers.pop(("onnx.onnx_ml_pb2", "ModelProto"), None)
+    try:
+        import onnx
+
+        formatter.type_printers.pop(onnx.ModelProto, None)
+    except ImportError:  # pragma: no cover - onnx is a dependency
+        pass

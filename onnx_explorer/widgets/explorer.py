@@ -1,0 +1,203 @@
+"""The notebook explorer: graph view, node list, attribute, tensor and model panels, wired together.
+
+The panels know nothing of each other; the Explorer keeps the one shared state (the
+current graph and the selected node) and tells every panel when it changes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+import traitlets
+
+from ..model import Graph, Model, Node
+from ..readers import load
+from ..tensors import Tensor
+from . import html as h
+from .attribute_panel import AttributePanel
+from .model_panel import ModelPanel
+from .node_list import NodeList
+from .static import static_html
+from .tensor_panel import TensorPanel
+
+TAB_NODES, TAB_TENSORS, TAB_MODEL = 0, 1, 2
+
+
+class Explorer(widgets.VBox):
+    """Interactive view of a model. Build one with :func:`explore`.
+
+    ``selected_name`` (a trait) is the selected node's name in the current graph;
+    ``graph_path`` the path of the graph shown (``"/"`` for the main graph).
+    """
+
+    selected_name = traitlets.Unicode(None, allow_none=True)
+    graph_path = traitlets.Unicode("/")
+
+    def __init__(self, model: Model, *, max_nodes: int | None = None, **kwargs: Any) -> None:
+        from .graph_view import GraphView
+
+        self.model = model
+        graph = model.graph
+        self._syncing = False
+        view_options = {"max_nodes": max_nodes} if max_nodes else {}
+        self.graph_view = GraphView(graph, model=model, **view_options)
+        self.node_list = NodeList(graph)
+        self.attribute_panel = AttributePanel(
+            model, on_select=self.select, on_open_graph=self.show_graph,
+            on_show_tensor=self.show_tensor,
+        )  # fmt: skip
+        self.tensor_panel = TensorPanel(graph, layout_note=self._layout_note)
+        self.model_panel = ModelPanel(model, on_open_graph=self.show_graph)
+        self.breadcrumb = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
+        self.tabs = widgets.Tab(
+            [widgets.VBox([self.node_list, self.attribute_panel]), self.tensor_panel,
+             self.model_panel],
+            layout=widgets.Layout(width="42%", min_width="320px"),
+        )  # fmt: skip
+        for i, title in enumerate(("nodes", "tensors", "model")):
+            self.tabs.set_title(i, title)
+        self.graph_view.layout.width = "58%"
+        super().__init__(
+            [self.breadcrumb, widgets.HBox([self.graph_view, self.tabs])],
+            **kwargs,
+        )
+        self.graph_view.observe(self._on_view_selected, "selected")
+        self.node_list.observe(self._on_list_selected, "selected")
+        self._update_breadcrumb()
+
+    # -- the Python side of the two-way link ---------------------------------------
+    @property
+    def graph(self) -> Graph:
+        """The graph currently shown."""
+        return self.model.graph_at(self.graph_path)
+
+    @property
+    def selected(self) -> Node | None:
+        """The selected node (None when nothing is selected)."""
+        name = self.selected_name
+        if name is None or not self.graph.has_node(name):
+            return None
+        return self.graph.node(name)
+
+    def select(self, name: str | None) -> None:
+        """Select a node of the current graph by name, everywhere at once."""
+        if name is not None and not self.graph.has_node(name):
+            raise KeyError(f"no node named {name!r} in graph {self.graph_path!r}")
+        self.selected_name = name
+
+    def tensor(self, name: str) -> np.ndarray:
+        """The values of a stored tensor (initializer or Constant) as a numpy array."""
+        try:
+            return self.tensor_panel.tensor(name).numpy()
+        except KeyError:
+            pass
+        for ref in self.model.weights():
+            if ref.tensor.name == name:
+                return ref.tensor.numpy()
+        raise KeyError(f"no stored tensor named {name!r}")
+
+    def show_tensor(self, tensor: Tensor | str) -> None:
+        """Open the tensor panel on a tensor (object or name of the current graph)."""
+        if isinstance(tensor, str):
+            tensor = self.tensor_panel.tensor(tensor)
+        self.tabs.selected_index = TAB_TENSORS
+        self.tensor_panel.show_tensor(tensor)
+
+    def show_graph(self, path: str) -> None:
+        """Show another graph: a subgraph (``/If_0/then_branch``), a function body, or ``/``."""
+        graph = self.model.graph_at(path)  # KeyError for an unknown path
+        self.selected_name = None
+        self.graph_path = path
+        self.graph_view.show_graph(graph)
+        self.node_list.set_graph(graph)
+        self.tensor_panel.set_graph(graph)
+        self.attribute_panel.show(None, None)
+        self._update_breadcrumb()
+
+    # -- keeping every panel on the same selection ---------------------------------
+    @traitlets.observe("selected_name")
+    def _on_selected_name(self, change: Any) -> None:
+        name = change["new"]
+        self._syncing = True
+        try:
+            self.graph_view.selected = name or ""
+            self.node_list.selected = name
+        finally:
+            self._syncing = False
+        node = self.selected
+        self.attribute_panel.show(node, self.graph if node else None)
+        if node is not None and self.tabs.selected_index != TAB_NODES:
+            self.tabs.selected_index = TAB_NODES
+
+    def _on_view_selected(self, change: Any) -> None:
+        if not self._syncing:
+            name = change["new"] or None
+            if name is None or self.graph.has_node(name):
+                self.selected_name = name
+
+    def _on_list_selected(self, change: Any) -> None:
+        if not self._syncing and change["new"] is not None:
+            self.selected_name = change["new"]
+
+    def _update_breadcrumb(self) -> None:
+        crumbs: list[widgets.Widget] = []
+        name = self.model.path.name if self.model.path else (self.model.graph.name or "model")
+        chain: list[tuple[str, str]] = []
+        graph: Graph | None = self.graph
+        while graph is not None:
+            label = "main graph" if graph is self.model.graph else graph.path.rsplit("/", 1)[-1]
+            if graph.path.startswith("function:"):
+                label = "function " + (graph.name or graph.path)
+            chain.append((label, graph.path))
+            parent = graph.parent
+            graph = parent.graph if parent is not None else None
+            if parent is not None:
+                chain.append((parent.name, ""))
+        crumbs.append(widgets.HTML(h.STYLE + h.title(name) + "&nbsp;›&nbsp;"))
+        for label, path in reversed(chain):
+            if path and path != self.graph_path:
+                button = widgets.Button(
+                    description=label[:60], tooltip=path[:300], layout=widgets.Layout(width="auto")
+                )
+                button.on_click(lambda _b, p=path: self.show_graph(p))
+                crumbs.append(button)
+            else:
+                crumbs.append(widgets.Label(label))
+            crumbs.append(widgets.Label("›"))
+        self.breadcrumb.children = crumbs[:-1]
+
+    def _layout_note(self, tensor: Tensor) -> str | None:
+        if self.model.format != "graphdef":
+            return None
+        try:
+            from ..readers.graphdef import layout_note
+        except ImportError:
+            return None
+        return layout_note(self.model, tensor)  # type: ignore[no-any-return]
+
+    # -- display without a kernel ---------------------------------------------------
+    def static_html(self) -> str:
+        svg = getattr(self.graph_view, "svg", "") or ""
+        start = svg.find("<svg")
+        return static_html(self.model, svg[start:] if start >= 0 else None)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
+        bundle["text/html"] = self.static_html()
+        return bundle
+
+
+def explore(
+    source: str | os.PathLike[str] | bytes | Any,
+    *,
+    external_data_dir: str | os.PathLike[str] | None = None,
+    max_nodes: int | None = None,
+) -> Explorer:
+    """Open a model (path, bytes, ``onnx.ModelProto`` or a loaded Model) in the explorer."""
+    model = (
+        source if isinstance(source, Model) else load(source, external_data_dir=external_data_dir)
+    )
+    return Explorer(model, max_nodes=max_nodes)

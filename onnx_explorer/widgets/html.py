@@ -1,0 +1,49 @@
+"""The only way panels build HTML: every piece of model text goes through :func:`esc`."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+
+STYLE = (
+    "<style>.oxe-table{border-collapse:collapse;font-size:12px;margin:2px 0}"
+    ".oxe-table td,.oxe-table th{border-bottom:1px solid #e5e5e5;padding:2px 8px;"
+    "text-align:left;vertical-align:top;font-family:var(--jp-code-font-family,monospace)}"
+    ".oxe-table th{font-weight:600;color:#555}"
+    ".oxe-muted{color:#777}.oxe-error{color:#b00020;white-space:pre-wrap}"
+    ".oxe-pre{white-space:pre-wrap;font-family:var(--jp-code-font-family,monospace);"
+    "font-size:12px;margin:2px 0;max-height:12em;overflow:auto}"
+    ".oxe-title{font-weight:600;font-size:14px}</style>"
+)
+
+
+def esc(text: object) -> str:
+    """Escape text for HTML content and attribute values (quotes included)."""
+    return html.escape(str(text), quote=True)
+
+
+def table(rows: Iterable[Sequence[object]], header: Sequence[str] | None = None) -> str:
+    """An HTML table whose cells are all escaped text."""
+    parts = ['<table class="oxe-table">']
+    if header:
+        parts.append("<tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr>")
+    for row in rows:
+        parts.append("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>")
+    parts.append("</table>")
+    return "".join(parts)
+
+
+def pre(text: object) -> str:
+    return f'<div class="oxe-pre">{esc(text)}</div>'
+
+
+def error(text: object) -> str:
+    return f'<div class="oxe-error">{esc(text)}</div>'
+
+
+def muted(text: object) -> str:
+    return f'<span class="oxe-muted">{esc(text)}</span>'
+
+
+def title(text: object) -> str:
+    return f'<div class="oxe-title">{esc(text)}</div>'

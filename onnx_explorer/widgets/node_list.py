@@ -1,0 +1,164 @@
+"""The searchable, filterable, paged node list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as widgets
+import traitlets
+
+from ..model import Graph
+from ..views.tables import NodeIndex, SearchError
+
+PAGE_SIZE = 200
+
+
+class NodeList(widgets.VBox):
+    """Search nodes by name, op type or regular expression; filter by op type and domain.
+
+    Only one page of results is sent to the browser, so 100,000-node graphs stay fast.
+    ``selected`` holds the chosen node's name.
+    """
+
+    selected = traitlets.Unicode(None, allow_none=True)
+
+    def __init__(self, graph: Graph, page_size: int = PAGE_SIZE, **kwargs: Any) -> None:
+        self.page_size = page_size
+        self.search_box = widgets.Text(
+            placeholder="search name or op type", continuous_update=True,
+            layout=widgets.Layout(width="auto", flex="1 1 auto"),
+        )  # fmt: skip
+        self.regex_box = widgets.Checkbox(
+            value=False, description="regex", indent=False, layout=widgets.Layout(width="70px")
+        )
+        self.op_filter = widgets.Dropdown(description="op", layout=widgets.Layout(width="auto"))
+        self.domain_filter = widgets.Dropdown(
+            description="domain", layout=widgets.Layout(width="auto")
+        )
+        self.results = widgets.Select(rows=14, layout=widgets.Layout(width="100%"))
+        self.status = widgets.Label()
+        self.prev_button = widgets.Button(
+            description="◀", layout=widgets.Layout(width="36px"), tooltip="previous page"
+        )
+        self.next_button = widgets.Button(
+            description="▶", layout=widgets.Layout(width="36px"), tooltip="next page"
+        )
+        super().__init__(
+            [
+                widgets.HBox([self.search_box, self.regex_box]),
+                widgets.HBox([self.op_filter, self.domain_filter]),
+                self.results,
+                widgets.HBox([self.prev_button, self.next_button, self.status]),
+            ],
+            **kwargs,
+        )
+        self._matches: list[int] = []
+        self._page = 0
+        self._updating = False
+        self.search_box.observe(self._on_query, "value")
+        self.regex_box.observe(self._on_query, "value")
+        self.op_filter.observe(self._on_query, "value")
+        self.domain_filter.observe(self._on_query, "value")
+        self.results.observe(self._on_pick, "value")
+        self.prev_button.on_click(lambda _: self.show_page(self._page - 1))
+        self.next_button.on_click(lambda _: self.show_page(self._page + 1))
+        self.set_graph(graph)
+
+    # -- public ------------------------------------------------------------------
+    def set_graph(self, graph: Graph) -> None:
+        """Show another graph's nodes; keeps the search text."""
+        self.index = NodeIndex(graph)
+        self._updating = True
+        try:
+            self.op_filter.options = [(f"all ({len(self.index):,})", "")] + [
+                (f"{op} ({n:,})", op) for op, n in self.index.op_counts.items()
+            ]
+            self.op_filter.value = ""
+            self.domain_filter.options = [("all", "")] + [
+                (f"{d} ({n:,})", d) for d, n in self.index.domain_counts.items()
+            ]
+            self.domain_filter.value = ""
+        finally:
+            self._updating = False
+        self.refresh()
+
+    @property
+    def matches(self) -> list[str]:
+        """Names of every node matching the current search and filters."""
+        return [self.index.graph.nodes[i].name for i in self._matches]
+
+    def refresh(self) -> None:
+        try:
+            self._matches = self.index.search(
+                self.search_box.value,
+                regex=self.regex_box.value,
+                op_type=self.op_filter.value or None,
+                domain=self.domain_filter.value or None,
+            )
+        except SearchError as exc:
+            self._matches = []
+            self._page = 0
+            self._set_options([])
+            self.status.value = str(exc)
+            return
+        self.show_page(self._page_of(self.selected) if self.selected else 0)
+
+    def show_page(self, page: int) -> None:
+        pages = max(1, -(-len(self._matches) // self.page_size))
+        self._page = min(max(page, 0), pages - 1)
+        start = self._page * self.page_size
+        shown = self._matches[start : start + self.page_size]
+        nodes = self.index.graph.nodes
+        self._set_options(
+            [(f"{nodes[i].name}   [{nodes[i].op_type}]", nodes[i].name) for i in shown]
+        )
+        total = len(self._matches)
+        if total:
+            self.status.value = f"{start + 1:,}–{start + len(shown):,} of {total:,} nodes"
+        else:
+            self.status.value = "no matching node"
+        self.prev_button.disabled = self._page == 0
+        self.next_button.disabled = self._page >= pages - 1
+
+    # -- internals ---------------------------------------------------------------
+    def _page_of(self, name: str | None) -> int:
+        if name is None or not self.index.graph.has_node(name):
+            return 0
+        position = self.index.graph.node(name).index
+        try:
+            return self._matches.index(position) // self.page_size
+        except ValueError:
+            return 0
+
+    def _set_options(self, options: list[tuple[str, str]]) -> None:
+        self._updating = True
+        try:
+            self.results.options = options
+            values = {v for _, v in options}
+            self.results.value = self.selected if self.selected in values else None
+        finally:
+            self._updating = False
+
+    def _on_query(self, _change: Any) -> None:
+        if not self._updating:
+            self._page = 0
+            self.refresh()
+
+    def _on_pick(self, change: Any) -> None:
+        if not self._updating and change["new"] is not None:
+            self.selected = change["new"]
+
+    @traitlets.observe("selected")
+    def _on_selected(self, change: Any) -> None:
+        name = change["new"]
+        if name is None:
+            return
+        page = self._page_of(name)
+        if page != self._page:
+            self.show_page(page)
+        elif self.results.value != name and name in {v for _, v in self.results.options}:
+            self._updating = True
+            try:
+                self.results.value = name
+            finally:
+                self._updating = False

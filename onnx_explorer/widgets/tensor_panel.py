@@ -1,0 +1,220 @@
+"""The tensor panel: a sortable list of stored tensors and details of the selected one.
+
+Bytes are read only when a tensor is selected; a failure shows in the panel and
+leaves the rest of the explorer working.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as widgets
+import traitlets
+
+from ..errors import ExplorerError
+from ..model import Graph
+from ..summary import human_bytes
+from ..tensors import Tensor
+from ..views.tables import TensorRow, sort_rows, tensor_rows
+from ..views.text import preview_values, shape_text
+from . import html as h
+
+LIST_LIMIT = 500  # rows sent to the browser at once; the filter box narrows the rest
+PROGRESS_MIN_BYTES = 16 << 20  # show a progress bar for tensors larger than this
+
+
+class TensorPanel(widgets.VBox):
+    """Initializers and Constant values of the current graph: sortable, filterable, inspectable.
+
+    ``selected`` holds the name of the tensor shown; ``layout_note(tensor)`` may add a remark
+    such as TensorFlow's HWIO filter layout.
+    """
+
+    selected = traitlets.Unicode(None, allow_none=True)
+
+    def __init__(
+        self, graph: Graph, layout_note: Callable[[Tensor], str | None] | None = None, **kwargs: Any
+    ) -> None:
+        self.layout_note = layout_note
+        self.sort_by = widgets.Dropdown(
+            options=[("largest first", "size"), ("name", "name"), ("dtype", "dtype"),
+                     ("location", "location")],
+            value="size", description="sort", layout=widgets.Layout(width="220px"),
+        )  # fmt: skip
+        self.filter_box = widgets.Text(
+            placeholder="filter by name", layout=widgets.Layout(width="auto", flex="1 1 auto")
+        )
+        self.listing = widgets.Select(rows=10, layout=widgets.Layout(width="100%"))
+        self.count = widgets.Label()
+        self.details = widgets.HTML()
+        self.progress = widgets.FloatProgress(
+            min=0.0, max=1.0, description="reading", layout=widgets.Layout(visibility="hidden")
+        )
+        self.plot = widgets.Image(format="png", layout=widgets.Layout(max_width="520px"))
+        super().__init__(
+            [widgets.HBox([self.sort_by, self.filter_box]), self.listing, self.count,
+             self.progress, self.details, self.plot],
+            **kwargs,
+        )  # fmt: skip
+        self._extra: dict[str, Tensor] = {}
+        self._updating = False
+        self.sort_by.observe(lambda _c: self.refresh(), "value")
+        self.filter_box.observe(lambda _c: self.refresh(), "value")
+        self.listing.observe(self._on_pick, "value")
+        self.set_graph(graph)
+
+    # -- public ------------------------------------------------------------------
+    def set_graph(self, graph: Graph) -> None:
+        self.graph = graph
+        self.rows = tensor_rows(graph)
+        self._by_name = {row.name: row.tensor for row in self.rows}
+        self.refresh()
+        self._show_nothing()
+
+    def tensor(self, name: str) -> Tensor:
+        tensor = self._by_name.get(name) or self._extra.get(name)
+        if tensor is None:
+            raise KeyError(f"no stored tensor named {name!r} in graph {self.graph.path!r}")
+        return tensor
+
+    def refresh(self) -> None:
+        needle = self.filter_box.value.strip().lower()
+        rows = [r for r in self.rows if needle in r.name.lower()] if needle else self.rows
+        rows = sort_rows(rows, self.sort_by.value)
+        shown = rows[:LIST_LIMIT]
+        self._updating = True
+        try:
+            self.listing.options = [(self._label(r), r.name) for r in shown]
+            names = {r.name for r in shown}
+            self.listing.value = self.selected if self.selected in names else None
+        finally:
+            self._updating = False
+        total_bytes = sum(r.nbytes for r in rows)
+        more = f" (first {LIST_LIMIT} shown; filter to narrow)" if len(rows) > LIST_LIMIT else ""
+        self.count.value = f"{len(rows):,} tensors, {human_bytes(total_bytes)}{more}"
+
+    def show_tensor(self, tensor: Tensor) -> None:
+        """Show any tensor, including attribute tensors not in the list."""
+        if tensor.name not in self._by_name:
+            self._extra[tensor.name] = tensor
+        self.selected = None  # re-selecting the same name must refresh too
+        self.selected = tensor.name
+
+    # -- internals ---------------------------------------------------------------
+    @staticmethod
+    def _label(row: TensorRow) -> str:
+        return (
+            f"{row.name}   {row.dtype} ⟨{row.shape_text}⟩  {human_bytes(row.nbytes)}"
+            f"  {row.location}"
+        )
+
+    def _on_pick(self, change: Any) -> None:
+        if not self._updating and change["new"] is not None:
+            self.selected = change["new"]
+
+    @traitlets.observe("selected")
+    def _on_selected(self, change: Any) -> None:
+        name = change["new"]
+        if name is None:
+            return
+        if self.listing.value != name and name in {v for _, v in self.listing.options}:
+            self._updating = True
+            try:
+                self.listing.value = name
+            finally:
+                self._updating = False
+        try:
+            tensor = self.tensor(name)
+        except KeyError as exc:
+            self.details.value = h.error(exc.args[0])
+            self.plot.value = b""
+            return
+        self._show(tensor)
+
+    def _show_nothing(self) -> None:
+        self.details.value = h.STYLE + h.muted("Select a tensor to read it and see its statistics.")
+        self.plot.value = b""
+
+    def _show(self, tensor: Tensor) -> None:
+        rows: list[tuple[str, str]] = [
+            ("name", tensor.name), ("dtype", tensor.dtype_name),
+            ("shape", shape_text(tensor.shape)),
+            ("elements", f"{tensor.size:,}"), ("bytes", human_bytes(tensor.nbytes)),
+            ("stored", tensor.location.describe()),
+        ]  # fmt: skip
+        note = self.layout_note(tensor) if self.layout_note else None
+        if note:
+            rows.append(("layout", note))
+        head = h.STYLE + h.title(tensor.name) + h.table(rows)
+        self.details.value = head + h.muted("reading…")
+        self.plot.value = b""
+        try:
+            values_html, png = self._read(tensor)
+        except (ExplorerError, OSError, ValueError, MemoryError) as exc:
+            self.details.value = head + h.error(f"cannot read this tensor: {exc}")
+            return
+        finally:
+            self.progress.layout.visibility = "hidden"
+        self.details.value = head + values_html
+        self.plot.value = png
+
+    def _read(self, tensor: Tensor) -> tuple[str, bytes]:
+        from ..stats import tensor_histogram, tensor_stats
+
+        progress = None
+        if tensor.nbytes >= PROGRESS_MIN_BYTES:
+            self.progress.value = 0.0
+            self.progress.layout.visibility = "visible"
+
+            def progress(fraction: float) -> None:
+                self.progress.value = float(fraction)
+
+        first = next(tensor.iter_chunks(max_elements=16), None)
+        preview = preview_values(first) if first is not None else "[]"
+        if not tensor.dtype_info.is_numeric:
+            return h.table([("first values", preview)]), b""
+        source: Any = tensor if progress is None else _Progress(tensor, progress)
+        stats = tensor_stats(source)
+        histogram = tensor_histogram(source, stats=stats)
+        stat_rows = [(k, _fmt(v)) for k, v in stats.to_dict().items()]
+        png = _histogram_png(tensor, histogram, stats)
+        return h.table([("first values", preview)]) + h.table(
+            stat_rows, ["statistic", "value"]
+        ), png
+
+
+class _Progress:
+    """A tensor whose chunk stream reports how far it has got (for the progress bar)."""
+
+    def __init__(self, tensor: Tensor, report: Callable[[float], None]) -> None:
+        self._tensor = tensor
+        self._report = report
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tensor, name)
+
+    def iter_chunks(self, max_elements: int = 1 << 22) -> Any:
+        done, total = 0, max(1, self._tensor.size)
+        for chunk in self._tensor.iter_chunks(max_elements):
+            yield chunk
+            done += chunk.size
+            self._report(done / total)
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _histogram_png(tensor: Tensor, histogram: Any, stats: Any) -> bytes:
+    from ..views.plots import histogram_figure
+
+    figure = histogram_figure(tensor, histogram=histogram, stats=stats)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
+    return buffer.getvalue()
