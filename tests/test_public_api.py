@@ -25,6 +25,7 @@ EXPECTED = {
     "UnsafePathError",
     "ValueInfo",
     "__version__",
+    "explore",
     "load",
 }
 
