@@ -318,6 +318,7 @@ class Model:
         self._functions_by_key = {(f.domain, f.name): f for f in functions}
         self._data_files = data_files
         self.source = source  # format-specific object (e.g. the ModelProto), for tools that need it
+        self.source_bytes: bytes | None = None  # the file's bytes when loaded from bytes
         self._graphs: dict[str, Graph] | None = None
 
     def __repr__(self) -> str:

@@ -362,7 +362,9 @@ def read_onnx_bytes(data: bytes, external_data_dir: Path | None = None) -> Model
         raise ModelFormatError(f"the given bytes are not a valid ONNX model: {exc}") from None
     proto = _parse(stripped.data, "the given bytes")
     base = Path(external_data_dir) if external_data_dir is not None else None
-    return model_from_proto(proto, base_dir=base, stripped=stripped, model_file=data)
+    model = model_from_proto(proto, base_dir=base, stripped=stripped, model_file=data)
+    model.source_bytes = data
+    return model
 
 
 def read_onnx_proto(proto: onnx.ModelProto, external_data_dir: Path | None = None) -> Model:

@@ -23,6 +23,9 @@ def run_checker(model: Model) -> str:
         if model.path is not None:
             # Path-based: works past 2 GB and leaves external data where it is.
             onnx.checker.check_model(str(model.path), full_check=False)
+        elif model.source_bytes is not None:
+            # model.source lacks the weights the reader cut out; check the real bytes.
+            onnx.checker.check_model(onnx.ModelProto.FromString(model.source_bytes))
         elif isinstance(model.source, onnx.ModelProto):
             onnx.checker.check_model(model.source)
         else:
