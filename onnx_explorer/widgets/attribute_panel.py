@@ -48,6 +48,7 @@ class AttributePanel(widgets.VBox):
         self.on_show_tensor = on_show_tensor
         self.node: Node | None = None
         super().__init__(layout=widgets.Layout(width="100%"), **kwargs)
+        self.add_class("oxe-attributes")
         self.show(None, None)
 
     def show(self, node: Node | None, graph: Graph | None) -> None:

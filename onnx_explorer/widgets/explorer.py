@@ -64,6 +64,9 @@ class Explorer(widgets.VBox):
             [self.breadcrumb, widgets.HBox([self.graph_view, self.tabs])],
             **kwargs,
         )
+        self.add_class("oxe-explorer")
+        self.tabs.add_class("oxe-tabs")
+        self.breadcrumb.add_class("oxe-breadcrumb")
         self.graph_view.observe(self._on_view_selected, "selected")
         self.node_list.observe(self._on_list_selected, "selected")
         self._update_breadcrumb()

@@ -63,6 +63,7 @@ class ModelPanel(widgets.VBox):
             children.append(self.graph_picker)
         children += [self.check_button, self.check_result]
         super().__init__(children, **kwargs)
+        self.add_class("oxe-model")
 
     def check(self) -> str:
         self.check_result.value = h.muted("checking…")

@@ -52,6 +52,9 @@ class NodeList(widgets.VBox):
             ],
             **kwargs,
         )
+        self.add_class("oxe-node-list")
+        self.search_box.add_class("oxe-node-search")
+        self.results.add_class("oxe-node-results")
         self._matches: list[int] = []
         self._page = 0
         self._updating = False

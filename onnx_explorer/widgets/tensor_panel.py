@@ -58,6 +58,10 @@ class TensorPanel(widgets.VBox):
              self.progress, self.details, self.plot],
             **kwargs,
         )  # fmt: skip
+        self.add_class("oxe-tensors")
+        self.listing.add_class("oxe-tensor-list")
+        self.details.add_class("oxe-tensor-details")
+        self.plot.add_class("oxe-histogram")
         self._extra: dict[str, Tensor] = {}
         self._updating = False
         self.sort_by.observe(lambda _c: self.refresh(), "value")
