@@ -8,6 +8,7 @@ called; mapped sources return views of one shared read-only mmap per file.
 from __future__ import annotations
 
 import math
+import mmap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from .errors import ExplorerError, ExternalDataError, TensorDataError
 from .external_data import DataFile, DataFiles, ExternalRef, parse_size_field, resolve_location
 
 if TYPE_CHECKING:
-    from .stats import Histogram, TensorStats
+    from .stats import Dequantizer, Histogram, TensorStats
 
 #: Elements decoded per chunk when streaming (16 Mi elements: 64 MB of float32 at most).
 CHUNK_ELEMENTS = 1 << 22
@@ -99,16 +100,67 @@ class BytesSource(TensorSource):
 
     def chunks(self, dt: DType, count: int, name: str, max_elements: int) -> Iterator[np.ndarray]:
         buf = self._checked_buffer(dt, count, name)
+        pages = _PageDropper.for_buffer(buf)
         # Packed types: cut on a whole group of bytes (4 elements fit 1, 2 or 3 bytes).
         step = max(4, max_elements - max_elements % 4)
-        for start in range(0, count, step):
-            stop = min(count, start + step)
-            first = start * dt.bits // 8
-            last = (stop * dt.bits + 7) // 8
-            yield decode_bytes(buf[first:last], dt, stop - start)
+        try:
+            for start in range(0, count, step):
+                stop = min(count, start + step)
+                first = start * dt.bits // 8
+                last = (stop * dt.bits + 7) // 8
+                yield decode_bytes(buf[first:last], dt, stop - start)
+                if pages is not None:
+                    pages.drop(last)
+        finally:
+            if pages is not None:
+                pages.drop(len(buf), to_end=True)
 
     def check(self, dt: DType, count: int, name: str) -> None:
         self._checked_buffer(dt, count, name)
+
+
+class _PageDropper:
+    """Unmaps the pages of a read-only file map that streaming has gone past.
+
+    Touched pages of a mapped file count in the process's resident set until
+    unmapped, so streaming a 4 GB tensor would grow RSS by 4 GB. ``MADV_DONTNEED``
+    on a read-only shared file map only drops this process's page-table entries:
+    the pages stay in the OS page cache, and a later read (an array still viewing
+    them) maps the same bytes again.
+    """
+
+    def __init__(self, mapping: mmap.mmap, base: int) -> None:
+        self._map = mapping
+        self._base = base  # offset of the streamed buffer in the map
+        self._done = base - base % mmap.PAGESIZE  # map offset below which pages are dropped
+
+    @classmethod
+    def for_buffer(cls, buf: Any) -> _PageDropper | None:
+        mapping = buf.obj if isinstance(buf, memoryview) else None
+        if not isinstance(mapping, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+            return None
+        if len(buf) == 0:
+            return None
+        try:
+            start = np.frombuffer(buf, np.uint8).ctypes.data
+            origin = np.frombuffer(mapping, np.uint8, count=1).ctypes.data
+        except (ValueError, TypeError, BufferError):
+            return None
+        return cls(mapping, start - origin)
+
+    def drop(self, stop: int, to_end: bool = False) -> None:
+        """Drop the pages holding bytes ``[.., stop)`` of the buffer (the last partial one too
+        when ``to_end``)."""
+        end = self._base + stop
+        end = -(-end // mmap.PAGESIZE) * mmap.PAGESIZE if to_end else end - end % mmap.PAGESIZE
+        if end <= self._done:
+            return
+        try:
+            end = min(end, len(self._map))
+            self._map.madvise(mmap.MADV_DONTNEED, self._done, end - self._done)
+        except (ValueError, OSError):  # map closed meanwhile: nothing left to drop
+            return
+        self._done = end
 
 
 class MemoryBytes(BytesSource):
@@ -297,17 +349,33 @@ class Tensor:
     def checksum(self) -> str | None:
         return self._source.ref.checksum if isinstance(self._source, ExternalBytes) else None
 
-    def stats(self, **kwargs: Any) -> TensorStats:
-        """Streaming summary statistics (see :func:`onnx_explorer.stats.tensor_stats`)."""
+    def stats(self, *, dequantize: Dequantizer | None = None, **kwargs: Any) -> TensorStats:
+        """Min, max, mean, std, abs-max, zero fraction, NaN/Inf counts and p1/p50/p99, streamed.
+
+        ``dequantize``: statistics of ``(q - zero_point) * scale`` instead of the stored
+        values (see :func:`onnx_explorer.quant.find_dequantization`). Details:
+        :func:`onnx_explorer.stats.tensor_stats`.
+        """
         from .stats import tensor_stats
 
-        return tensor_stats(self, **kwargs)
+        return tensor_stats(self, dequantize=dequantize, **kwargs)
 
-    def histogram(self, **kwargs: Any) -> Histogram:
-        """Streaming histogram (see :func:`onnx_explorer.stats.tensor_histogram`)."""
+    def histogram(
+        self,
+        bins: int = 100,
+        range: tuple[float, float] | None = None,
+        *,
+        log: bool = False,
+        dequantize: Dequantizer | None = None,
+        **kwargs: Any,
+    ) -> Histogram:
+        """Counts per bin (``range=None``: the finite min..max), streamed.
+
+        Details: :func:`onnx_explorer.stats.tensor_histogram`.
+        """
         from .stats import tensor_histogram
 
-        return tensor_histogram(self, **kwargs)
+        return tensor_histogram(self, bins, range, log=log, dequantize=dequantize, **kwargs)
 
     def _checked_size(self) -> int:
         size = self.size

@@ -1,0 +1,431 @@
+"""Dequantization parameters of quantized weights, found from the ops that consume them.
+
+A weight stored as integers (or float8) is turned into real numbers by its consumer:
+``DequantizeLinear(x, x_scale, x_zero_point)``, the weight inputs of ``QLinearConv``
+/ ``QLinearMatMul``, and the com.microsoft ops ``QGemm``, ``DynamicQuantizeMatMul``,
+``MatMulIntegerToFloat``, ``QAttention`` and ``MatMulNBits`` (4/8-bit blocks packed in
+uint8). :func:`find_dequantization` reads the scale and zero point (initializers or
+Constant outputs, also of enclosing graphs) and returns a :class:`Dequantization`
+that statistics and histograms accept::
+
+    dq = find_dequantization(model.graph, "conv1.weight_quantized")
+    dq.describe()                 # 'per-axis (axis 0, 64 scales) from QLinearConv ...'
+    weight.stats(dequantize=dq)   # statistics of (q - zero_point) * scale
+
+``apply`` works on any run of flat elements (it maps each flat position to its
+channel or block from the shape), so dequantization streams with the chunks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .errors import TensorDataError
+from .model import Graph, Node, WeightRef
+from .tensors import Tensor
+
+#: Scales and zero points are read into memory; refuse absurd ones.
+_MAX_PARAM_ELEMENTS = 1 << 24
+
+
+@dataclass(frozen=True, eq=False)
+class Dequantization:
+    """``real = (stored - zero_point) * scale`` for one quantized tensor.
+
+    ``scale`` and ``zero_point`` are float32 arrays as stored (shape ``()`` per tensor,
+    ``(C,)`` per axis, the tensor's rank when blocked); ``zero_point`` None means 0.
+    """
+
+    tensor: str  # the quantized tensor's name
+    shape: tuple[int, ...]  # its shape
+    scale: np.ndarray
+    zero_point: np.ndarray | None = None
+    axis: int | None = None  # None: one scale for the whole tensor
+    block_size: int = 0  # > 0: blocked along ``axis``
+    op: str = ""  # the consumer op, e.g. "QLinearConv" or "com.microsoft::MatMulNBits"
+    node: str = ""  # the consumer node's name
+    scale_name: str = ""
+    zero_point_name: str = ""
+
+    @property
+    def granularity(self) -> str:
+        if self.axis is None:
+            return "per-tensor"
+        return "blocked" if self.block_size else "per-axis"
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """Shape of the real values (that of the stored tensor, except for packed formats)."""
+        return self.shape
+
+    def output_count(self, count: int) -> int:
+        return count
+
+    def describe(self) -> str:
+        where = f" from {self.op} {self.node!r}" if self.op else ""
+        if self.axis is None:
+            return f"per-tensor (scale {float(self.scale.reshape(-1)[0]):.6g}){where}"
+        if self.block_size:
+            return f"blocked (axis {self.axis}, blocks of {self.block_size}){where}"
+        return f"per-axis (axis {self.axis}, {self.scale.size} scales){where}"
+
+    # -- arithmetic ------------------------------------------------------------------
+    @cached_property
+    def _flat(self) -> tuple[np.ndarray, np.ndarray | None]:
+        scale = np.ascontiguousarray(self.scale, dtype=np.float32).reshape(-1)
+        zp = self.zero_point
+        return scale, None if zp is None else np.ascontiguousarray(zp, np.float32).reshape(-1)
+
+    @cached_property
+    def _plan(self) -> list[tuple[int, int, int, int]]:
+        """(stride in the tensor, size, divisor, stride in the parameters) per indexed dim."""
+        if self.axis is None:
+            return []
+        rank = len(self.shape)
+        if self.block_size:
+            param_shape = tuple(self.scale.shape)
+        else:  # per-axis: the 1-D scale broadcast along ``axis``
+            param_shape = tuple(self.shape[d] if d == self.axis else 1 for d in range(rank))
+        plan = []
+        for d in range(rank):
+            if param_shape[d] == 1:
+                continue
+            stride = math.prod(self.shape[d + 1 :])
+            pstride = math.prod(param_shape[d + 1 :])
+            divisor = self.block_size if (self.block_size and d == self.axis) else 1
+            plan.append((stride, self.shape[d], divisor, pstride))
+        return plan
+
+    def apply(self, values: np.ndarray, offset: int = 0) -> np.ndarray:
+        """Real values (float32) of stored elements at flat positions ``offset``, ``offset+1``..."""
+        x = np.asarray(values).reshape(-1).astype(np.float32)
+        scale, zp = self._flat
+        plan = self._plan
+        if not plan:
+            if zp is not None:
+                x -= zp[0]
+            x *= scale[0]
+            return x
+        pos = np.arange(offset, offset + x.size, dtype=np.int64)
+        index = np.zeros(x.size, np.int64)
+        for stride, size, divisor, pstride in plan:
+            t = (pos // stride) % size
+            if divisor > 1:
+                t //= divisor
+            index += t * pstride
+        if zp is not None:
+            x -= zp[index]
+        x *= scale[index]
+        return x
+
+    def dequantize(self, values: np.ndarray) -> np.ndarray:
+        """The whole tensor's real values, shaped (for small tensors and tests)."""
+        return self.apply(np.asarray(values).reshape(-1), 0).reshape(self.output_shape)
+
+
+@dataclass(frozen=True, eq=False)
+class NBitsDequantization(Dequantization):
+    """com.microsoft ``MatMulNBits``: ``B`` is uint8 ``[N, blocks, blob]`` holding ``bits``-wide
+    values (low bits first), ``block_size`` of them per scale; the real weight is ``[N, K]``."""
+
+    n: int = 0
+    k: int = 0
+    bits: int = 4
+
+    @property
+    def granularity(self) -> str:
+        return "blocked"
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return (self.n, self.k)
+
+    def output_count(self, count: int) -> int:
+        return self.n * self.k
+
+    def describe(self) -> str:
+        return (
+            f"{self.bits}-bit blocks of {self.block_size} along K (weight [{self.n}, {self.k}]) "
+            f"from {self.op} {self.node!r}"
+        )
+
+    @cached_property
+    def _blocks(self) -> int:
+        return -(-self.k // self.block_size)
+
+    @cached_property
+    def _zero_points(self) -> np.ndarray:
+        """One float32 zero point per (n, block)."""
+        count = self.n * self._blocks
+        zp = self.zero_point
+        if zp is None:
+            return np.full(count, float(1 << (self.bits - 1)), np.float32)
+        if zp.dtype == np.uint8:  # packed like B, one row of bytes per n
+            per_byte = 8 // self.bits
+            row = -(-self._blocks // per_byte)
+            b = np.arange(self._blocks)
+            byte = np.arange(self.n)[:, None] * row + b // per_byte
+            shift = (b % per_byte) * self.bits
+            flat = zp.reshape(-1)
+            if flat.size < self.n * row:
+                raise TensorDataError(
+                    f"MatMulNBits {self.node!r}: zero points {self.zero_point_name!r} have "
+                    f"{flat.size} bytes, {self.n * row} needed"
+                )
+            values = (flat[byte] >> shift) & ((1 << self.bits) - 1)
+            return values.reshape(-1).astype(np.float32)
+        return np.asarray(zp, np.float32).reshape(-1)
+
+    def apply(self, values: np.ndarray, offset: int = 0) -> np.ndarray:
+        raw = np.asarray(values).reshape(-1).view(np.uint8)
+        per_byte = 8 // self.bits
+        blob = self.block_size // per_byte
+        mask = (1 << self.bits) - 1
+        pos = np.arange(offset, offset + raw.size, dtype=np.int64)
+        group = pos // blob  # = n * blocks + block
+        q = np.empty((raw.size, per_byte), np.float32)
+        for t in range(per_byte):
+            q[:, t] = (raw >> (t * self.bits)) & mask
+        q -= self._zero_points[group][:, None]
+        q *= self._flat[0][group][:, None]
+        # Drop the padding of the last block of each row (k >= K).
+        k = (group % self._blocks)[:, None] * self.block_size + (pos % blob)[:, None] * per_byte
+        k = k + np.arange(per_byte)
+        return q[k < self.k]
+
+
+# -- finding the parameters ------------------------------------------------------------
+AxisRule = Callable[[Node, int], int]
+
+
+def _attr(node: Node, name: str, default: int) -> int:
+    attr = node.attributes.get(name)
+    return int(attr.value) if attr is not None and attr.value is not None else default
+
+
+def _dq_axis(node: Node, rank: int) -> int:
+    return _attr(node, "axis", 1)
+
+
+def _rows(node: Node, rank: int) -> int:
+    return rank - 2
+
+
+def _columns(node: Node, rank: int) -> int:
+    return rank - 1
+
+
+def _output_channels(node: Node, rank: int) -> int:
+    return 0
+
+
+def _gemm_b(node: Node, rank: int) -> int:
+    return 0 if _attr(node, "transB", 0) else 1
+
+
+@dataclass(frozen=True)
+class _Rule:
+    scale: int  # input position of the scale
+    zero_point: int | None  # input position of the zero point
+    axis: AxisRule  # axis of a 1-D scale
+
+
+_DEQUANTIZE = {0: _Rule(1, 2, _dq_axis)}
+_QLINEAR_CONV = {3: _Rule(4, 5, _output_channels)}
+#: (domain, op) → {input position of a quantized weight: where its parameters are}.
+RULES: dict[tuple[str, str], dict[int, _Rule]] = {
+    ("", "DequantizeLinear"): _DEQUANTIZE,
+    ("com.microsoft", "DequantizeLinear"): _DEQUANTIZE,
+    ("", "QLinearConv"): _QLINEAR_CONV,
+    ("com.microsoft", "QLinearConv"): _QLINEAR_CONV,
+    ("", "QLinearMatMul"): {0: _Rule(1, 2, _rows), 3: _Rule(4, 5, _columns)},
+    ("com.microsoft", "QGemm"): {3: _Rule(4, 5, _gemm_b)},
+    ("com.microsoft", "DynamicQuantizeMatMul"): {1: _Rule(2, 3, _columns)},
+    ("com.microsoft", "MatMulIntegerToFloat"): {1: _Rule(3, 5, _columns)},
+    ("com.microsoft", "QAttention"): {1: _Rule(4, 7, _columns)},
+}
+_NBITS = ("com.microsoft", "MatMulNBits")
+
+
+class ConstantLookup:
+    """Values of names that hold constants: initializers and Constant outputs, looked up in a
+    graph and then its enclosing graphs; one index per graph, built on first use."""
+
+    def __init__(self) -> None:
+        self._constants: dict[int, dict[str, Tensor]] = {}
+
+    def tensor(self, graph: Graph, name: str) -> Tensor | None:
+        current: Graph | None = graph
+        while current is not None:
+            found = current.initializers.get(name)
+            if found is None:
+                key = id(current)
+                if key not in self._constants:
+                    self._constants[key] = current.constants()
+                found = self._constants[key].get(name)
+            if found is not None:
+                return found
+            if current.producer(name) is not None:
+                return None  # computed here: an outer constant of that name is shadowed
+            parent = current.parent
+            current = parent.graph if parent is not None else None
+        return None
+
+    def array(self, graph: Graph, name: str, what: str, consumer: Node) -> np.ndarray:
+        tensor = self.tensor(graph, name)
+        if tensor is None:
+            raise TensorDataError(
+                f"{consumer.op_type} {consumer.name!r}: {what} {name!r} is computed at run "
+                "time, not stored in the model"
+            )
+        if tensor.size > _MAX_PARAM_ELEMENTS:
+            raise TensorDataError(f"{what} {name!r} has {tensor.size} elements: too many")
+        return np.asarray(tensor.numpy())
+
+
+def _domain(node: Node) -> str:
+    return "" if node.domain in ("", "ai.onnx") else node.domain
+
+
+def find_dequantization(
+    graph: Graph,
+    name: str,
+    shape: tuple[int, ...] | None = None,
+    *,
+    lookup: ConstantLookup | None = None,
+) -> Dequantization | None:
+    """How the consumers of ``name`` in ``graph`` dequantize it, or None if none does.
+
+    ``shape`` defaults to that of the stored tensor called ``name``. Raises
+    :class:`TensorDataError` when a consumer's scale or zero point is not stored in
+    the model or does not fit the tensor's shape.
+    """
+    lookup = lookup or ConstantLookup()
+    if shape is None:
+        tensor = lookup.tensor(graph, name)
+        if tensor is None:
+            return None
+        shape = tensor.shape
+    for node in graph.consumers(name):
+        key = (_domain(node), node.op_type)
+        if key == _NBITS:
+            if len(node.inputs) > 1 and node.inputs[1] == name:
+                return _nbits(graph, node, name, shape, lookup)
+            continue
+        rules = RULES.get(key)
+        if not rules:
+            continue
+        for position, rule in rules.items():
+            if position < len(node.inputs) and node.inputs[position] == name:
+                return _linear(graph, node, name, shape, rule, lookup)
+    return None
+
+
+def dequantization_for(
+    ref: WeightRef, *, lookup: ConstantLookup | None = None
+) -> Dequantization | None:
+    """:func:`find_dequantization` for an entry of :meth:`Model.weights`."""
+    if ref.kind not in ("initializer", "constant"):
+        return None
+    return find_dequantization(ref.graph, ref.tensor.name, ref.tensor.shape, lookup=lookup)
+
+
+def _input(node: Node, position: int | None) -> str:
+    if position is None or position >= len(node.inputs):
+        return ""
+    return node.inputs[position]
+
+
+def _linear(
+    graph: Graph, node: Node, name: str, shape: tuple[int, ...], rule: _Rule, lookup: ConstantLookup
+) -> Dequantization:
+    scale_name = _input(node, rule.scale)
+    if not scale_name:
+        raise TensorDataError(f"{node.op_type} {node.name!r} has no scale input")
+    scale = lookup.array(graph, scale_name, "scale", node)
+    zp_name = _input(node, rule.zero_point)
+    zp = lookup.array(graph, zp_name, "zero point", node) if zp_name else None
+    if zp is not None and zp.shape != scale.shape and zp.size != scale.size:
+        raise TensorDataError(
+            f"{node.op_type} {node.name!r}: zero point {zp_name!r} has shape {zp.shape}, "
+            f"scale {scale_name!r} has {scale.shape}"
+        )
+
+    def make(axis: int | None = None, block_size: int = 0) -> Dequantization:
+        return Dequantization(
+            tensor=name, shape=shape, scale=scale, zero_point=zp, axis=axis,
+            block_size=block_size, op=node.qualified_op, node=node.name,
+            scale_name=scale_name, zero_point_name=zp_name,
+        )  # fmt: skip
+
+    rank = len(shape)
+    if scale.size == 1:
+        return make()
+    block = _attr(node, "block_size", 0)
+    axis = rule.axis(node, rank)
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:
+        raise TensorDataError(f"{node.op_type} {node.name!r}: axis {axis} out of range for {shape}")
+    if block > 0:
+        expected = tuple(-(-shape[d] // block) if d == axis else shape[d] for d in range(rank))
+        if scale.shape != expected:
+            raise TensorDataError(
+                f"{node.op_type} {node.name!r}: blocked scale {scale_name!r} has shape "
+                f"{scale.shape}, expected {expected} for {shape} in blocks of {block}"
+            )
+        return make(axis, block)
+    if scale.ndim != 1 or scale.size != shape[axis]:
+        raise TensorDataError(
+            f"{node.op_type} {node.name!r}: scale {scale_name!r} has shape {scale.shape}; "
+            f"per-axis on axis {axis} of {shape} needs ({shape[axis]},)"
+        )
+    return make(axis)
+
+
+def _nbits(
+    graph: Graph, node: Node, name: str, shape: tuple[int, ...], lookup: ConstantLookup
+) -> Dequantization:
+    n, k = _attr(node, "N", 0), _attr(node, "K", 0)
+    bits, block = _attr(node, "bits", 4), _attr(node, "block_size", 0)
+    what = f"MatMulNBits {node.name!r}"
+    if bits not in (2, 4, 8):
+        raise TensorDataError(f"{what}: {bits}-bit weights are not supported (2, 4 or 8)")
+    if n <= 0 or k <= 0 or block <= 0 or block * bits % 8:
+        raise TensorDataError(f"{what}: bad attributes N={n}, K={k}, block_size={block}")
+    blocks = -(-k // block)
+    expected = (n, blocks, block * bits // 8)
+    if math.prod(shape) != math.prod(expected):
+        raise TensorDataError(f"{what}: B {name!r} has shape {shape}, expected {expected}")
+    scale_name = _input(node, 2)
+    if not scale_name:
+        raise TensorDataError(f"{what} has no scales input")
+    scale = lookup.array(graph, scale_name, "scales", node)
+    if scale.size != n * blocks:
+        raise TensorDataError(
+            f"{what}: scales {scale_name!r} have {scale.size} values, {n * blocks} needed"
+        )
+    zp_name = _input(node, 3)
+    zp = lookup.array(graph, zp_name, "zero points", node) if zp_name else None
+    if zp is not None and zp.dtype != np.uint8 and zp.size != n * blocks:
+        raise TensorDataError(
+            f"{what}: zero points {zp_name!r} have {zp.size} values, {n * blocks} needed"
+        )
+    return NBitsDequantization(
+        tensor=name, shape=shape, scale=scale, zero_point=zp, axis=1, block_size=block,
+        op=node.qualified_op, node=node.name, scale_name=scale_name, zero_point_name=zp_name,
+        n=n, k=k, bits=bits,
+    )  # fmt: skip
+
+
+__all__ = [
+    "ConstantLookup",
+    "Dequantization",
+    "NBitsDequantization",
+    "dequantization_for",
+    "find_dequantization",
+]
