@@ -19,11 +19,11 @@ import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import fmt_ratio, machine_description, markdown_table, today, write_result  # noqa: E402
+from _common import fmt_ratio, machine_description, markdown_table, today, write_result
 
-import onnx_explorer as ox  # noqa: E402
-from onnx_explorer.views.tables import NodeIndex  # noqa: E402
-from onnx_explorer.widgets.node_list import NodeList  # noqa: E402
+import onnx_explorer as ox
+from onnx_explorer.views.tables import NodeIndex
+from onnx_explorer.widgets.node_list import NodeList
 
 NODES = 100_000
 OPS = ["MatMul", "Add", "Softmax", "LayerNormalization", "Mul", "Transpose", "Reshape", "Gelu"]
