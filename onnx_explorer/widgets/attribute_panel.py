@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import ipywidgets as widgets
@@ -90,7 +91,7 @@ class AttributePanel(widgets.VBox):
                 _link(
                     f"open {attr_name} ({len(graph.nodes)} nodes)",
                     graph.path,
-                    lambda p=graph.path: self.on_open_graph(p),
+                    partial(self.on_open_graph, graph.path),
                 )
             )
         for attr_name, tensor in node.tensors():
@@ -98,7 +99,7 @@ class AttributePanel(widgets.VBox):
                 _link(
                     f"show tensor {attr_name}",
                     tensor_text(tensor),
-                    lambda t=tensor: self.on_show_tensor(t),
+                    partial(self.on_show_tensor, tensor),
                 )
             )
         function = self.model.function_for(node)
@@ -107,7 +108,7 @@ class AttributePanel(widgets.VBox):
                 _link(
                     f"open function {function.name}",
                     function.graph.path,
-                    lambda p=function.graph.path: self.on_open_graph(p),
+                    partial(self.on_open_graph, function.graph.path),
                 )
             )
         return parts
@@ -140,7 +141,7 @@ class AttributePanel(widgets.VBox):
                         _link(
                             f"show {tensor.dtype_name} tensor",
                             tensor_text(tensor),
-                            lambda t=tensor: self.on_show_tensor(t),
+                            partial(self.on_show_tensor, tensor),
                         )
                     )
             else:

@@ -179,7 +179,7 @@ class Explorer(widgets.VBox):
             from ..readers.graphdef import layout_note
         except ImportError:
             return None
-        return layout_note(self.model, tensor)  # type: ignore[no-any-return]
+        return layout_note(self.model, tensor.name)
 
     # -- display without a kernel ---------------------------------------------------
     def static_html(self) -> str:

@@ -103,7 +103,7 @@ class ModelPanel(widgets.VBox):
                 ),
             ]
         for title in ("inputs", "outputs"):
-            rows = [
+            rows: list[tuple[Any, ...]] = [
                 (
                     v["name"],
                     v["type"] or "?",
