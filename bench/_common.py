@@ -106,8 +106,11 @@ def run_python(
     """
     parent_rss = _own_peak_rss()
     start = time.perf_counter()
+    # -P (3.11+): do not put the working directory first on sys.path, so the child imports
+    # the installed package, or the copy PYTHONPATH names (handy to compare two versions).
+    safe_path = ["-P"] if sys.version_info >= (3, 11) else []
     proc = subprocess.Popen(
-        [sys.executable, "-c", code],
+        [sys.executable, *safe_path, "-c", code],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
@@ -242,6 +245,19 @@ def package_version(name: str) -> str:
         [sys.executable, "-c", code], capture_output=True, text=True, check=False
     )
     return result.stdout.strip() or "?"
+
+
+def git_revision() -> str:
+    """Short commit of the repository, with ``+changes`` when the working tree differs."""
+
+    def git(*args: str) -> str:
+        result = subprocess.run(
+            ["git", *args], cwd=BENCH_DIR, capture_output=True, text=True, check=False
+        )
+        return result.stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "?"
+    return commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def write_result(name: str, text: str) -> Path:
