@@ -1,21 +1,140 @@
-"""Tell ONNX from TensorFlow GraphDef by content: both use ``.pb``."""
+"""Tell ONNX from TensorFlow GraphDef by content: both use ``.pb``.
+
+Binary files are judged by walking the first top-level protobuf fields in the
+file's head and checking each (field number, wire type) against the two root
+messages, ``onnx.ModelProto`` and ``tensorflow.GraphDef``; text files by the
+first field name. Anything we cannot place goes to the ONNX reader, whose
+error message says what is wrong.
+"""
 
 from __future__ import annotations
 
+import re
 
-def sniff_format(head: bytes, suffix: str) -> str:
-    """Best guess from the first bytes of a file and its suffix; ``"onnx"`` when unsure."""
-    if suffix == ".onnx":
-        return "onnx"
-    if suffix == ".pbtxt":
+# Top-level fields: number → wire type (0 varint, 2 length-delimited).
+_ONNX_FIELDS = {
+    1: 0, 2: 2, 3: 2, 4: 2, 5: 0, 6: 2, 7: 2, 8: 2, 14: 2, 20: 2, 25: 2, 26: 2,
+}  # fmt: skip  # ir_version, producer_name/version, domain, model_version, doc, graph, opsets...
+_GRAPHDEF_FIELDS = {1: 2, 2: 2, 3: 0, 4: 2, 5: 2}  # node, library, version, versions, debug_info
+_GRAPHDEF_TEXT_FIELDS = (b"node", b"library", b"versions", b"version", b"debug_info")
+_WORD = re.compile(rb"\s*(?:#[^\n]*\n\s*)*([A-Za-z_][A-Za-z0-9_]*)")
+_TEXT_BYTES = frozenset(b"\t\n\r") | frozenset(range(0x20, 0x7F))
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int] | None:
+    result = shift = 0
+    while pos < len(buf) and shift < 64:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+    return None
+
+
+def _top_fields(head: bytes, limit: int = 16) -> list[tuple[int, int, bytes]]:
+    """(field, wire type, visible start of the payload) of the first fields in ``head``."""
+    fields: list[tuple[int, int, bytes]] = []
+    pos = 0
+    while pos < len(head) and len(fields) < limit:
+        tag = _varint(head, pos)
+        if tag is None:
+            break
+        key, pos = tag
+        field, wire = key >> 3, key & 7
+        if field == 0:
+            fields.append((0, wire, b""))  # invalid in any message
+            break
+        if wire == 0:
+            value = _varint(head, pos)
+            if value is None:
+                break
+            pos = value[1]
+            fields.append((field, wire, b""))
+        elif wire == 2:
+            length = _varint(head, pos)
+            if length is None:
+                break
+            size, pos = length
+            fields.append((field, wire, head[pos : pos + min(size, 16)]))
+            pos += size
+        elif wire in (1, 5):
+            fields.append((field, wire, b""))
+            pos += 8 if wire == 1 else 4
+        else:
+            fields.append((field, wire, b""))  # groups and wire types 6/7: not ours
+            break
+    return fields
+
+
+def _fits(fields: list[tuple[int, int, bytes]], table: dict[int, int]) -> bool:
+    return bool(fields) and all(table.get(field) == wire for field, wire, _ in fields)
+
+
+def _looks_like_message(payload: bytes, first_fields: tuple[int, ...]) -> bool:
+    """Does a length-delimited payload start with one of a message's first fields?"""
+    tag = _varint(payload, 0)
+    return tag is not None and tag[0] in first_fields
+
+
+def _binary_guess(head: bytes) -> str | None:
+    fields = _top_fields(head)
+    onnx_ok = _fits(fields, _ONNX_FIELDS)
+    graphdef_ok = _fits(fields, _GRAPHDEF_FIELDS)
+    if onnx_ok != graphdef_ok:
+        return "onnx" if onnx_ok else "graphdef"
+    if not onnx_ok:
+        return None
+    # Both fit: only fields 2 and 4 (length-delimited) were seen. A GraphDef's library
+    # starts with a FunctionDef (0x0a), a gradient (0x12) or a registered gradient (0x1a);
+    # its versions with varints (0x08, 0x10, 0x18); ONNX has strings there.
+    field, _, payload = fields[0]
+    if field == 2 and _looks_like_message(payload, (0x0A, 0x12, 0x1A)):
         return "graphdef"
-    # ModelProto starts with ir_version (field 1, varint: 0x08) in every writer we know;
-    # a GraphDef starts with node (field 1, length-delimited: 0x0a).
-    if head[:1] == b"\x08":
-        return "onnx"
-    if head[:1] == b"\x0a":
-        return "graphdef"
-    stripped = head.lstrip()
-    if stripped[:5] in (b"node ", b"node{", b"versi", b"libra"):
+    if field == 4 and _looks_like_message(payload, (0x08, 0x10, 0x18, 0x1A)):
         return "graphdef"
     return "onnx"
+
+
+def is_text(head: bytes) -> bool:
+    """True if the head of a file reads as protobuf text format (ASCII; UTF-8 in strings)."""
+    sample = head[:1024]
+    if not sample.strip():
+        return False
+    # Text format escapes non-ASCII bytes in strings, but UTF-8 may appear verbatim.
+    odd = sum(1 for b in sample if b not in _TEXT_BYTES and b < 0x80)
+    return odd == 0
+
+
+def _first_text_field(head: bytes) -> bytes | None:
+    match = _WORD.match(head)
+    return match.group(1) if match else None
+
+
+def graphdef_encoding(head: bytes, suffix: str = "") -> str:
+    """``"text"`` or ``"binary"``: how a GraphDef file is written (content first, then suffix)."""
+    if is_text(head) and _first_text_field(head) in _GRAPHDEF_TEXT_FIELDS:
+        return "text"
+    if not head.strip() and suffix in (".pbtxt", ".txt"):
+        return "text"  # an empty text file is an empty GraphDef; the reader reports it
+    return "binary"
+
+
+def sniff_format(head: bytes, suffix: str) -> str:
+    """``"onnx"`` or ``"graphdef"`` from the first bytes of a file; ``"onnx"`` when unsure."""
+    suffix = suffix.lower()
+    if is_text(head):
+        word = _first_text_field(head)
+        if word in _GRAPHDEF_TEXT_FIELDS:
+            return "graphdef"
+        return "graphdef" if suffix in (".pbtxt",) and word is None else "onnx"
+    guess = _binary_guess(head)
+    if guess is not None:
+        return guess
+    if suffix in (".pbtxt",):
+        return "graphdef"  # not text after all; the GraphDef reader says what is wrong
+    return "onnx"
+
+
+__all__ = ["graphdef_encoding", "is_text", "sniff_format"]
