@@ -376,6 +376,27 @@ class Model:
                     kind = "constant" if node.op_type in ("Constant", "Const") else "attribute"
                     yield WeightRef(graph, tensor, kind, node)
 
+    def weights_report(
+        self,
+        *,
+        progress: bool = True,
+        sort: str | None = None,
+        stop: Any = None,
+        dequantize: bool = False,
+        as_list: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        """Statistics and flags of every weight, one row per tensor (a DataFrame with pandas).
+
+        See :func:`onnx_explorer.report.weights_report`.
+        """
+        from .report import weights_report
+
+        return weights_report(
+            self, progress=progress, sort=sort, stop=stop, dequantize=dequantize,
+            as_list=as_list, **kwargs,
+        )  # fmt: skip
+
     @property
     def nodes_total(self) -> int:
         return sum(len(g.nodes) for g in self.graphs())
