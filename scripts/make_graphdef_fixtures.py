@@ -31,11 +31,11 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from google.protobuf import descriptor_pool  # noqa: E402
-from tensorflow.core.framework import graph_pb2  # noqa: E402
-from tensorflow.python.framework.convert_to_constants import (  # noqa: E402
+import numpy as np
+import tensorflow as tf
+from google.protobuf import descriptor_pool
+from tensorflow.core.framework import graph_pb2
+from tensorflow.python.framework.convert_to_constants import (
     convert_variables_to_constants_v2,
 )
 

@@ -160,14 +160,12 @@ class FillSource(TensorSource):
         values = self._stored(dt, count, name)
         stored = values.size
         fill = self._fill_value(values, dt)
-        for start in range(0, count, max_elements):
-            stop = min(count, start + max_elements)
-            if stop <= stored:
-                yield values[start:stop]
-            elif start >= stored:
-                yield np.broadcast_to(fill, (stop - start,))
-            else:
-                yield np.concatenate([values[start:], np.broadcast_to(fill, (stop - stored,))])
+        # The stored values, then the fill as zero-stride views (chunks may be shorter
+        # than max_elements; none is ever allocated at full size).
+        for start in range(0, min(stored, count), max_elements):
+            yield values[start : min(stored, start + max_elements)]
+        for start in range(stored, count, max_elements):
+            yield np.broadcast_to(fill, (min(count, start + max_elements) - start,))
 
     def check(self, dt: DType, count: int, name: str) -> None:
         self._stored(dt, count, name)
