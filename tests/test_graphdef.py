@@ -7,6 +7,7 @@ scripts/make_graphdef_fixtures.py (TensorFlow 2.21); no TensorFlow is needed her
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -247,7 +248,8 @@ def test_cnn_renders_to_svg() -> None:
     svg = graphviz.Source(source).pipe(format="svg").decode()
     assert "<svg" in svg
     assert "Conv2D" in svg
-    assert "dashed" in source  # control edges (NoOp) are drawn dashed
+    # The four ^ReadVariableOp control inputs of NoOp and ^NoOp are dashed edges.
+    assert len(re.findall(r"-> \w+ \[[^\]]*style=dashed", source)) == 5
 
 
 # -- graphs built in code ----------------------------------------------------------
@@ -391,6 +393,10 @@ def test_duplicate_and_missing_names_are_made_unique() -> None:
     names = [(n.name, n.has_file_name) for n in model.graph.nodes]
     assert names == [("a", True), ("a#1", True), ("Relu_2", False)]
     assert model.graph.producer("a") is model.graph.nodes[0]
+    many = pb.GraphDef()
+    many.node.extend(pb.NodeDef(name="same", op="NoOp") for _ in range(20_000))
+    names = [n.name for n in ox.load(many.SerializeToString()).graph.nodes]
+    assert names[:3] == ["same", "same#1", "same#2"] and len(set(names)) == 20_000
 
 
 def test_function_bodies_use_tensorflow_value_names() -> None:

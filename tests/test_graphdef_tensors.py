@@ -148,6 +148,15 @@ def test_a_huge_fill_is_never_materialised() -> None:
     assert peak < 1_000_000
 
 
+def test_a_huge_partial_fill_streams_but_is_not_materialised() -> None:
+    tensor = _one("DT_FLOAT", (100_000, 100_000), float_val=[1, 2])
+    with pytest.raises(ox.TensorDataError, match="in chunks"):
+        tensor.numpy()
+    chunks = tensor.iter_chunks()
+    assert next(chunks).tolist() == [1, 2]
+    assert next(chunks).strides == (0,)
+
+
 def test_statistics_of_a_fill_stream_in_small_blocks() -> None:
     tensor = _one("DT_FLOAT", (30_000, 1000), float_val=[1, 2, 3])  # 120 MB if dense
     tracemalloc.start()

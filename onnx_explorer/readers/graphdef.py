@@ -55,6 +55,8 @@ NOT_OUTPUTS = frozenset({
     "AssignVariableOp",
 })  # fmt: skip
 INPUT_OPS = frozenset({"Placeholder", "PlaceholderWithDefault"})
+#: Largest array ``numpy()`` builds from a partial fill (a splat is a free broadcast view).
+MAX_FILL_BYTES = 1 << 30
 _DENSE_PORTS = 1024  # above this a node lists only the ports it is read from
 
 # -- element types -----------------------------------------------------------------
@@ -109,9 +111,10 @@ def tf_type_name(code: int) -> str:
 class FillSource(TensorSource):
     """Typed ``*_val`` values: fewer values than elements repeat the last one (none: zeros).
 
-    Reading never allocates more than the stored values plus one chunk: a splat
-    (one stored value) decodes to a zero-stride broadcast view, so even the
-    ``numpy()`` of a huge fill costs nothing.
+    Streaming (``iter_chunks``, statistics) never allocates more than the stored
+    values: the fill comes as zero-stride broadcast views. ``numpy()`` of a splat
+    (at most one stored value) is such a view too, whatever its size; a partial
+    fill is materialised only up to ``MAX_FILL_BYTES``.
     """
 
     def __init__(self, loader: Callable[[], np.ndarray], stored: int) -> None:
@@ -151,6 +154,12 @@ class FillSource(TensorSource):
         fill = self._fill_value(values, dt)
         if values.size <= 1:
             return np.broadcast_to(fill, (count,))
+        nbytes = count * values.dtype.itemsize
+        if nbytes > MAX_FILL_BYTES:  # a few stored values must not claim gigabytes of RAM
+            raise TensorDataError(
+                f"tensor {name!r}: {values.size} stored values would fill {count} elements "
+                f"({nbytes} bytes); read it in chunks (iter_chunks, stats) instead"
+            )
         out = np.empty(count, dtype=values.dtype)
         out[: values.size] = values
         out[values.size :] = fill[0]
@@ -218,7 +227,7 @@ def _half_bits(tp: Any, dt: DType) -> np.ndarray:
 _TYPED: dict[int, tuple[str, Callable[[Any, DType], np.ndarray]]] = {
     1: ("float_val", lambda v, dt: np.asarray(v, dtype=np.float32)),
     2: ("double_val", lambda v, dt: np.asarray(v, dtype=np.float64)),
-    7: ("string_val", lambda v, dt: np.array(list(v) or [], dtype=object)),
+    7: ("string_val", lambda v, dt: np.array(list(v), dtype=object)),
     8: ("scomplex_val", _complex),
     9: ("int64_val", lambda v, dt: np.asarray(v, dtype=np.int64)),
     10: ("bool_val", lambda v, dt: np.asarray(v, dtype=np.bool_)),
@@ -446,13 +455,15 @@ def _unique_names(node_defs: Any) -> list[tuple[str, bool]]:
     names: list[tuple[str, bool]] = []
     seen = {n.name for n in node_defs if n.name}
     used: set[str] = set()
+    next_suffix: dict[str, int] = {}  # keeps many duplicates linear
     for i, n in enumerate(node_defs):
         has_name = bool(n.name)
         name = n.name or f"{n.op or 'node'}_{i}"
         if name in used or (not has_name and name in seen):
-            k = 1
+            k = next_suffix.get(name, 1)
             while f"{name}#{k}" in used or f"{name}#{k}" in seen:
                 k += 1
+            next_suffix[name] = k + 1
             name = f"{name}#{k}"
         used.add(name)
         names.append((name, has_name))
