@@ -1,0 +1,204 @@
+"""Helpers for the real-browser test: a throwaway Jupyter server and a headless Chromium.
+
+The server runs this interpreter (so the venv's kernel and packages), listens on 127.0.0.1
+on a free port, and keeps every piece of configuration, data, runtime state and settings in
+a temporary directory so the user's own Jupyter setup is neither read nor touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+START_TIMEOUT = 120.0  # seconds; JupyterLab's first start on 2 cores takes 20-40 s
+
+# Front-end settings for a quiet, deterministic page: no news/update toasts, the
+# notebook's kernel started without a "Select Kernel" dialog, and every cell attached
+# to the DOM (windowing would detach the cells scrolled out of view).
+USER_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
+        "autoStartDefaultKernel": True,
+        "windowingMode": "none",
+    },
+    "@jupyterlab/apputils-extension/sessionDialogs.jupyterlab-settings": {
+        "skipKernelRestartDialog": True,
+    },
+}
+
+
+@dataclass
+class JupyterServer:
+    app: str  # "lab" or "notebook"
+    base_url: str  # http://127.0.0.1:PORT
+    token: str
+    root_dir: Path
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def notebook_url(self, name: str) -> str:
+        path = "lab/tree" if self.app == "lab" else "notebooks"
+        reset = "&reset" if self.app == "lab" else ""  # ignore any saved workspace
+        return f"{self.base_url}/{path}/{name}?token={self.token}{reset}"
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _write_profile(home: Path) -> dict[str, str]:
+    """Create the temporary Jupyter directories; return the environment that points at them."""
+    dirs = {
+        "JUPYTER_CONFIG_DIR": home / "config",
+        "JUPYTER_DATA_DIR": home / "data",
+        "JUPYTER_RUNTIME_DIR": home / "runtime",
+        "JUPYTERLAB_SETTINGS_DIR": home / "settings",
+        "JUPYTERLAB_WORKSPACES_DIR": home / "workspaces",
+        "IPYTHONDIR": home / "ipython",
+    }
+    for path in dirs.values():
+        path.mkdir(parents=True, exist_ok=True)
+    for name, values in USER_SETTINGS.items():
+        target = dirs["JUPYTERLAB_SETTINGS_DIR"] / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values), encoding="utf-8")
+    # A python3 kernelspec that names this interpreter, on JUPYTER_PATH, which is searched
+    # before every other place: no other python3 kernel (system, user, venv) can be picked.
+    kernel = home / "path" / "kernels" / "python3"
+    kernel.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    (kernel / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN"}
+    env.update({k: str(v) for k, v in dirs.items()})
+    env["JUPYTER_PATH"] = str(home / "path")
+    env["JUPYTER_PLATFORM_DIRS"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _server_command(app: str, port: int, token: str, root_dir: Path) -> list[str]:
+    module = {"lab": "jupyterlab", "notebook": "notebook"}[app]
+    root_flag = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    # Nothing may go to the network: no news feed, no update check, no PyPI listing
+    # (Notebook 7 has none of these traits and refuses unknown ones).
+    offline = [
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+    ] if app == "lab" else []  # fmt: skip
+    return [
+        sys.executable, "-m", module, *root_flag, *offline,
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--port-retries=0",
+        f"--IdentityProvider.token={token}",
+        "--ServerApp.password=",
+        f"--ServerApp.root_dir={root_dir}",
+        "--ServerApp.terminals_enabled=False",
+        "--MappingKernelManager.default_kernel_name=python3",
+    ]  # fmt: skip
+
+
+def _wait_until_up(server: JupyterServer, timeout: float) -> None:
+    status = f"{server.base_url}/api/status?token={server.token}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(
+                f"jupyter {server.app} exited with {server.process.returncode}:\n"
+                + server.log_tail()
+            )
+        try:
+            with urllib.request.urlopen(status, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(
+        f"jupyter {server.app} did not answer in {timeout:.0f} s:\n" + server.log_tail()
+    )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server (it shuts its kernels down), then kill its process group."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)  # two SIGINTs: jupyter's "shut down?" prompt
+        time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+    # Kernels run in the server's session (started with start_new_session): end stragglers.
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+@contextmanager
+def jupyter_server(
+    app: str, root_dir: Path, home: Path, timeout: float = START_TIMEOUT
+) -> Iterator[JupyterServer]:
+    """Run ``jupyter lab`` or ``jupyter notebook`` on ``root_dir`` until the block ends."""
+    env = _write_profile(home)
+    port = free_port()
+    token = os.urandom(16).hex()
+    log_path = home / f"jupyter-{app}.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            _server_command(app, port, token, root_dir),
+            cwd=root_dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = JupyterServer(app, f"http://127.0.0.1:{port}", token, root_dir, process, log_path)
+    try:
+        _wait_until_up(server, timeout)
+        yield server
+    finally:
+        _stop(process)
