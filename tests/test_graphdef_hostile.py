@@ -251,6 +251,9 @@ def test_onnx_and_graphdef_pb_files_are_told_apart(tmp_path: Path) -> None:
         # ONNX whose first field is producer_name, then the graph (field 7).
         (_ld(2, b"pytorch") + _ld(7, _ld(1, b"")), "", "onnx"),
         (b"ir_version: 8\ngraph {}", ".pb", "onnx"),
+        # A field neither knows after a first field only one of them has.
+        (_ld(1, _ld(1, b"n")) + _ld(99, b"future"), "", "graphdef"),
+        (b"\x08\x09" + _ld(99, b"future"), "", "onnx"),
         (random.Random(3).randbytes(500), ".pb", "onnx"),
         (b"", ".pb", "onnx"),
         (b"", ".pbtxt", "graphdef"),

@@ -84,7 +84,16 @@ def _binary_guess(head: bytes) -> str | None:
     graphdef_ok = _fits(fields, _GRAPHDEF_FIELDS)
     if onnx_ok != graphdef_ok:
         return "onnx" if onnx_ok else "graphdef"
+    if not fields or fields[0][0] == 0:
+        return None
     if not onnx_ok:
+        # Neither fits all the way (a newer writer's field?): trust the first field when
+        # only one side knows it, e.g. a GraphDef's node list (1, length-delimited).
+        field, wire, _ = fields[0]
+        first_onnx = _ONNX_FIELDS.get(field) == wire
+        first_graphdef = _GRAPHDEF_FIELDS.get(field) == wire
+        if first_onnx != first_graphdef:
+            return "onnx" if first_onnx else "graphdef"
         return None
     # Both fit: only fields 2 and 4 (length-delimited) were seen. A GraphDef's library
     # starts with a FunctionDef (0x0a), a gradient (0x12) or a registered gradient (0x1a);
@@ -114,8 +123,8 @@ def _first_text_field(head: bytes) -> bytes | None:
 
 def graphdef_encoding(head: bytes, suffix: str = "") -> str:
     """``"text"`` or ``"binary"``: how a GraphDef file is written (content first, then suffix)."""
-    if is_text(head) and _first_text_field(head) in _GRAPHDEF_TEXT_FIELDS:
-        return "text"
+    if is_text(head):
+        return "text"  # binary protobuf has control bytes (tags, lengths) early on
     if not head.strip() and suffix in (".pbtxt", ".txt"):
         return "text"  # an empty text file is an empty GraphDef; the reader reports it
     return "binary"
@@ -125,10 +134,10 @@ def sniff_format(head: bytes, suffix: str) -> str:
     """``"onnx"`` or ``"graphdef"`` from the first bytes of a file; ``"onnx"`` when unsure."""
     suffix = suffix.lower()
     if is_text(head):
+        # Text format: ours by its first field, or by the suffix (the text parser then
+        # says what is wrong); ONNX text is not readable, and the ONNX reader says so.
         word = _first_text_field(head)
-        if word in _GRAPHDEF_TEXT_FIELDS:
-            return "graphdef"
-        return "graphdef" if suffix in (".pbtxt",) and word is None else "onnx"
+        return "graphdef" if word in _GRAPHDEF_TEXT_FIELDS or suffix == ".pbtxt" else "onnx"
     guess = _binary_guess(head)
     if guess is not None:
         return guess
