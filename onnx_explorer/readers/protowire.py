@@ -65,6 +65,46 @@ def _varint(buf: Any, pos: int, end: int) -> tuple[int, int]:
             raise ModelFormatError("malformed varint")
 
 
+class FileBuffer:
+    """Read-only bytes of a file, fetched by ``pread`` as the walk asks for them.
+
+    Walking through an mmap would make every touched page count in the process's
+    RSS, and with large page-cache folios (Linux 6.x, ext4/xfs) a single header
+    byte can map hundreds of KB; ``pread`` copies only the bytes looked at. The
+    walk only moves forward, so one cached block is enough.
+    """
+
+    BLOCK = 1 << 14
+
+    def __init__(self, fd: int, size: int) -> None:
+        self._fd = fd
+        self._size = size
+        self._block_start = -1
+        self._block = b""
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _read(self, offset: int, length: int) -> bytes:
+        data = os.pread(self._fd, length, offset)
+        if len(data) != length:
+            raise ModelFormatError(f"the file shrank while being read (offset {offset})")
+        return data
+
+    def __getitem__(self, key: int | slice) -> Any:
+        if isinstance(key, slice):
+            start, stop, _ = key.indices(self._size)
+            return self._read(start, max(0, stop - start))
+        index = key - self._block_start
+        if not 0 <= index < len(self._block):
+            if not 0 <= key < self._size:
+                raise IndexError(key)
+            self._block_start = key
+            self._block = self._read(key, min(self.BLOCK, self._size - key))
+            index = 0
+        return self._block[index]
+
+
 def _encode_varint(value: int) -> bytes:
     out = bytearray()
     while True:
@@ -98,7 +138,11 @@ class _Walker:
         pos = start
         while pos < end:
             field_start = pos
-            tag, pos = _varint(buf, pos, end)
+            tag = buf[pos]  # most tags fit one byte: skip the call
+            if tag < 0x80:
+                pos += 1
+            else:
+                tag, pos = _varint(buf, pos, end)
             field, wire = tag >> 3, tag & 7
             if wire == 0:
                 _, pos = _varint(buf, pos, end)
@@ -107,7 +151,11 @@ class _Walker:
             elif wire == 5:
                 pos += 4
             elif wire == 2:
-                length, pos = _varint(buf, pos, end)
+                length = buf[pos] if pos < end else 0x80
+                if length < 0x80:
+                    pos += 1
+                else:
+                    length, pos = _varint(buf, pos, end)
                 payload_start, pos = pos, pos + length
                 if pos > end:
                     raise ModelFormatError(
@@ -148,7 +196,7 @@ def strip_payloads(buf: Any, schema: Schema, threshold: int = DEFAULT_THRESHOLD)
         pieces = walker.rewrite(0, len(buf), schema)
     except RecursionError:
         raise ModelFormatError("messages are nested too deeply") from None
-    data = bytes(buf) if pieces is None else b"".join(bytes(p) for p in pieces)
+    data = bytes(buf[0 : len(buf)]) if pieces is None else b"".join(bytes(p) for p in pieces)
     return Stripped(data, walker.ranges, walker.nonce)
 
 
