@@ -296,3 +296,39 @@ def test_hostile_strings_never_become_markup():
     # ...while the text itself is shown to the user, escaped.
     assert any("&lt;script&gt;" in markup for markup in pages)
     assert "<script>alert('x')</script>" in _text(ex.node_list)
+
+
+def test_quantized_weight_shows_dequantized_statistics(tmp_path):
+    from onnx import TensorProto, helper, numpy_helper
+
+    q = np.array([[-100, 50], [20, 127]], dtype=np.int8)
+    scale = np.array([0.5, 0.25], dtype=np.float32)
+    zero_point = np.array([0, 10], dtype=np.int8)
+    graph = helper.make_graph(
+        [
+            helper.make_node("DequantizeLinear", ["q", "s", "z"], ["w"], axis=1, name="dq"),
+            helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
+        [
+            numpy_helper.from_array(q, "q"),
+            numpy_helper.from_array(scale, "s"),
+            numpy_helper.from_array(zero_point, "z"),
+        ],
+    )
+    ex = ox.explore(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]))
+    panel = ex.tensor_panel
+    panel.listing.value = "q"
+    assert panel.dequantize_box.layout.display == "flex"
+    expected = (q.astype(np.float32) - zero_point) * scale  # by hand: per-axis along axis 1
+    assert "per-axis" in panel.details.value
+    assert (
+        f"{expected.min():.6g}" in panel.details.value
+        and f"{expected.max():.6g}" in panel.details.value
+    )
+    panel.dequantize_box.value = False  # the stored integers instead
+    assert ">-100<" in panel.details.value and ">127<" in panel.details.value
+    panel.listing.value = "s"  # a float tensor: no toggle
+    assert panel.dequantize_box.layout.display == "none"

@@ -23,6 +23,21 @@ from . import html as h
 
 LIST_LIMIT = 500  # rows sent to the browser at once; the filter box narrows the rest
 PROGRESS_MIN_BYTES = 16 << 20  # show a progress bar for tensors larger than this
+_QUANTIZED_DTYPES = {
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "int4",
+    "uint4",
+    "int2",
+    "uint2",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+}
 
 
 class TensorPanel(widgets.VBox):
@@ -53,9 +68,13 @@ class TensorPanel(widgets.VBox):
             min=0.0, max=1.0, description="reading", layout=widgets.Layout(visibility="hidden")
         )
         self.plot = widgets.Image(format="png", layout=widgets.Layout(max_width="520px"))
+        self.dequantize_box = widgets.Checkbox(
+            value=True, description="dequantized values", indent=False,
+            layout=widgets.Layout(display="none"),
+        )  # fmt: skip
         super().__init__(
             [widgets.HBox([self.sort_by, self.filter_box]), self.listing, self.count,
-             self.progress, self.details, self.plot],
+             self.progress, self.dequantize_box, self.details, self.plot],
             **kwargs,
         )  # fmt: skip
         self.add_class("oxe-tensors")
@@ -67,6 +86,7 @@ class TensorPanel(widgets.VBox):
         self.sort_by.observe(lambda _c: self.refresh(), "value")
         self.filter_box.observe(lambda _c: self.refresh(), "value")
         self.listing.observe(self._on_pick, "value")
+        self.dequantize_box.observe(self._on_dequantize_toggle, "value")
         self.set_graph(graph)
 
     # -- public ------------------------------------------------------------------
@@ -114,6 +134,10 @@ class TensorPanel(widgets.VBox):
             f"  {row.location}"
         )
 
+    def _on_dequantize_toggle(self, _change: Any) -> None:
+        if self.selected is not None:
+            self._show(self.tensor(self.selected))
+
     def _on_pick(self, change: Any) -> None:
         if not self._updating and change["new"] is not None:
             self.selected = change["new"]
@@ -151,11 +175,19 @@ class TensorPanel(widgets.VBox):
         note = self.layout_note(tensor) if self.layout_note else None
         if note:
             rows.append(("layout", note))
+        dequantization, problem = self._dequantization(tensor)
+        self.dequantize_box.layout.display = "flex" if dequantization is not None else "none"
+        if dequantization is not None:
+            rows.append(("quantized", dequantization.describe()))
+        elif problem:
+            rows.append(("quantized", problem))
+        if dequantization is not None and not self.dequantize_box.value:
+            dequantization = None
         head = h.STYLE + h.title(tensor.name) + h.table(rows)
         self.details.value = head + h.muted("reading…")
         self.plot.value = b""
         try:
-            values_html, png = self._read(tensor)
+            values_html, png = self._read(tensor, dequantization)
         except (ExplorerError, OSError, ValueError, MemoryError) as exc:
             self.details.value = head + h.error(f"cannot read this tensor: {exc}")
             return
@@ -164,7 +196,18 @@ class TensorPanel(widgets.VBox):
         self.details.value = head + values_html
         self.plot.value = png
 
-    def _read(self, tensor: Tensor) -> tuple[str, bytes]:
+    def _dequantization(self, tensor: Tensor) -> tuple[Any, str]:
+        """How a consumer dequantizes this tensor, if one does (QuantizeLinear, QLinear*...)."""
+        from ..quant import find_dequantization
+
+        if tensor.dtype_name not in _QUANTIZED_DTYPES:
+            return None, ""
+        try:
+            return find_dequantization(self.graph, tensor.name, tensor.shape), ""
+        except (ExplorerError, ValueError) as exc:
+            return None, f"scale/zero point unusable: {exc}"
+
+    def _read(self, tensor: Tensor, dequantization: Any = None) -> tuple[str, bytes]:
         from ..stats import tensor_histogram, tensor_stats
 
         progress = None
@@ -180,10 +223,10 @@ class TensorPanel(widgets.VBox):
         if not tensor.dtype_info.is_numeric:
             return h.table([("first values", preview)]), b""
         source: Any = tensor if progress is None else _Progress(tensor, progress)
-        stats = tensor_stats(source)
-        histogram = tensor_histogram(source, stats=stats)
+        stats = tensor_stats(source, dequantize=dequantization)
+        histogram = tensor_histogram(source, stats=stats, dequantize=dequantization)
         stat_rows = [(k, _fmt(v)) for k, v in stats.to_dict().items()]
-        png = _histogram_png(tensor, histogram, stats)
+        png = _histogram_png(tensor, histogram, stats, dequantization)
         return h.table([("first values", preview)]) + h.table(
             stat_rows, ["statistic", "value"]
         ), png
@@ -215,10 +258,10 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
-def _histogram_png(tensor: Tensor, histogram: Any, stats: Any) -> bytes:
+def _histogram_png(tensor: Tensor, histogram: Any, stats: Any, dequantization: Any) -> bytes:
     from ..views.plots import histogram_figure
 
-    figure = histogram_figure(tensor, histogram=histogram, stats=stats)
+    figure = histogram_figure(tensor, histogram=histogram, stats=stats, dequantize=dequantization)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
     return buffer.getvalue()
