@@ -174,6 +174,7 @@ class Graph:
         )
         self.value_info: Mapping[str, ValueInfo] = MappingProxyType(dict(value_info or {}))
         self.parent: Node | None = None  # the If/Loop/Scan node owning this body
+        self.model: Model | None = None  # set by the Model holding this graph
         self._by_name: dict[str, Node] = {}
         for i, node in enumerate(self.nodes):
             node.index = i
@@ -241,6 +242,39 @@ class Graph:
         if tensor is not None:
             return ValueInfo(name, f"tensor({tensor.dtype_name})", tensor.dtype_name, tensor.shape)
         return None
+
+    # -- drawing (views import the model, so they are imported here lazily) ---------
+    def to_dot(self, **options: Any) -> str:
+        """DOT source of this graph's view; options as :func:`onnx_explorer.views.dot.build_dot`
+        (``expanded``, ``focus``, ``hops``, ``max_nodes``, ``edge_labels``)."""
+        from .views.dot import build_dot
+
+        return build_dot(self, self.model, **options).source
+
+    def render_svg(self, *, timeout: float = 60.0, **options: Any) -> str:
+        """SVG of this graph's view, drawn by Graphviz (same options as :meth:`to_dot`)."""
+        from .views.dot import build_dot
+        from .views.render import svg_from_result
+
+        return svg_from_result(build_dot(self, self.model, **options), timeout=timeout)
+
+    def save(self, path: str | Path, *, timeout: float = 60.0, **options: Any) -> Path:
+        """Write the view to ``path``: ``.svg``, ``.png`` or ``.dot``, chosen by the suffix."""
+        from .views.dot import build_dot
+        from .views.render import run_dot, svg_from_result
+
+        path = Path(path)
+        suffix = path.suffix.lower().lstrip(".")
+        if suffix not in ("svg", "png", "dot", "gv"):
+            raise ValueError(f"save() writes .svg, .png or .dot files, not {path.name!r}")
+        result = build_dot(self, self.model, **options)
+        if suffix in ("dot", "gv"):
+            path.write_text(result.source, encoding="utf-8")
+        elif suffix == "svg":
+            path.write_text(svg_from_result(result, timeout=timeout), encoding="utf-8")
+        else:
+            path.write_bytes(run_dot(result.source, "png", timeout))
+        return path
 
     def constants(self) -> dict[str, Tensor]:
         """Output name → value of Constant nodes (many exporters keep all weights there)."""
@@ -320,6 +354,8 @@ class Model:
         self.source = source  # format-specific object (e.g. the ModelProto), for tools that need it
         self.source_bytes: bytes | None = None  # the file's bytes when loaded from bytes
         self._graphs: dict[str, Graph] | None = None
+        for g in self.graphs():
+            g.model = self
 
     def __repr__(self) -> str:
         where = f" {self.path.name!r}" if self.path else ""

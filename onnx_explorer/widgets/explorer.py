@@ -68,6 +68,7 @@ class Explorer(widgets.VBox):
         self.tabs.add_class("oxe-tabs")
         self.breadcrumb.add_class("oxe-breadcrumb")
         self.graph_view.observe(self._on_view_selected, "selected")
+        self.graph_view.observe(self._on_view_graph, "graph_path")
         self.node_list.observe(self._on_list_selected, "selected")
         self._update_breadcrumb()
 
@@ -114,7 +115,8 @@ class Explorer(widgets.VBox):
         graph = self.model.graph_at(path)  # KeyError for an unknown path
         self.selected_name = None
         self.graph_path = path
-        self.graph_view.show_graph(graph)
+        if self.graph_view.graph is not graph:
+            self.graph_view.show_graph(graph)
         self.node_list.set_graph(graph)
         self.tensor_panel.set_graph(graph)
         self.attribute_panel.show(None, None)
@@ -140,6 +142,11 @@ class Explorer(widgets.VBox):
             name = change["new"] or None
             if name is None or self.graph.has_node(name):
                 self.selected_name = name
+
+    def _on_view_graph(self, change: Any) -> None:
+        # A double click in the drawing opened an If/Loop/Scan body or a function.
+        if change["new"] != self.graph_path:
+            self.show_graph(change["new"])
 
     def _on_list_selected(self, change: Any) -> None:
         if not self._syncing and change["new"] is not None:

@@ -1,0 +1,677 @@
+"""Graph → DOT source: what is drawn, under which synthetic ids, and what was left out.
+
+Pure: no IO, no subprocess (``render.py`` runs ``dot``). Three ways to draw a graph:
+
+* everything, when it fits in the first-view budget;
+* by name scope (the default for large graphs): collapsed scopes are boxes that
+  show their node and parameter counts, expanded ones are clusters; a first view
+  is chosen automatically (:func:`~onnx_explorer.views.scopes.first_view`);
+* around one node (``focus`` + ``hops``): the nodes up to k edges up and down.
+
+No layout ever holds more than ``max_nodes`` drawn nodes (hard limit
+:data:`MAX_NODES_LIMIT`), since ``dot`` time grows much faster than linearly
+(2,000 nodes 1.5 s, 5,000 nodes 32 s here). DOT identifiers are synthetic
+(``n0`` nodes, ``s0`` collapsed scopes, ``c0`` clusters, ``i0``/``o0`` graph inputs
+and outputs, ``x0`` values from outside, ``e0`` edges) and also set as the ``id``
+attribute, so the SVG element of each carries it; model text appears only inside
+escaped labels, and in the hover ``titles`` that ``render.py`` writes into the SVG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..errors import ExplorerError
+from ..model import Graph, Model, Node, ValueInfo
+from ..tensors import Tensor
+from .index import (
+    FROM_INPUT,
+    FROM_NODE,
+    FROM_OUTER,
+    FROM_STORED,
+    Edge,
+    GraphIndex,
+    constant_tensor,
+    graph_index,
+    paused_gc,
+)
+from .quoting import as_text, dot_label, dot_string, one_line, shorten
+from .scopes import Scope, ScopeTree, first_view, open_scopes, scope_tree
+from .shapes import ValueTypes, value_types
+
+EDGE_LABELS = ("none", "dtype", "shape", "both")
+DEFAULT_MAX_NODES = 800
+#: No layout is ever handed more drawn nodes than this, whatever the caller asks.
+MAX_NODES_LIMIT = 1200
+#: Boxes the automatic first view of a large graph aims for.
+DEFAULT_FIRST_VIEW = 300
+DEFAULT_HOPS = 2
+FOLDED_LINES_MAX = 6
+LABEL_CHARS = 48
+
+_FONT = "Helvetica,Arial,sans-serif"
+_HEADER = f"""digraph G {{
+graph [rankdir=TB nodesep=0.25 ranksep=0.35 fontname="{_FONT}" fontsize=10 bgcolor="white"]
+node [shape=box style="rounded,filled" fillcolor="#ffffff" color="#868e96" fontname="{_FONT}" \
+fontsize=10 height=0.3 margin="0.12,0.04"]
+edge [color="#868e96" fontname="{_FONT}" fontsize=8 fontcolor="#495057" arrowsize=0.6]"""
+
+# Fill colours by kind of operator: enough to read a picture at a glance.
+_OP_COLOURS = {
+    **dict.fromkeys(("MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "MatMulInteger",
+                     "QLinearMatMul", "QLinearConv", "BatchMatMulV2", "Conv2D"), "#dbe4ff"),
+    **dict.fromkeys(("LayerNormalization", "BatchNormalization", "InstanceNormalization",
+                     "GroupNormalization", "RMSNormalization", "SimplifiedLayerNormalization",
+                     "FusedBatchNormV3"), "#d3f9d8"),
+    **dict.fromkeys(("Relu", "Gelu", "Sigmoid", "Tanh", "Softmax", "LeakyRelu", "Erf", "Elu",
+                     "HardSigmoid", "Selu", "Softplus", "LogSoftmax"), "#fff3bf"),
+    **dict.fromkeys(("Reshape", "Transpose", "Shape", "Gather", "Concat", "Slice", "Squeeze",
+                     "Unsqueeze", "Cast", "Expand", "Flatten", "Split", "Identity",
+                     "ConstantOfShape", "Range", "Where", "Tile", "Pad"), "#f1f3f5"),
+    **dict.fromkeys(("If", "Loop", "Scan"), "#ffe8cc"),
+}  # fmt: skip
+_FUNCTION_COLOUR = "#f3d9fa"
+_SCOPE_COLOUR = "#e7f5ff"
+_GROUP_COLOUR = "#f8f0fc"
+
+
+@dataclass(frozen=True)
+class DotResult:
+    """DOT source plus what its synthetic ids stand for and what was left out."""
+
+    source: str
+    ids: Mapping[str, Mapping[str, Any]]  # "n3" → {"kind": "node", "name": ..., "index": 3}
+    titles: Mapping[str, str]  # synthetic id → hover text
+    drawn: int  # nodes handed to dot (operators, scope boxes, inputs, outputs)
+    notes: tuple[str, ...]  # what was collapsed, cut or skipped, for people
+    expanded: tuple[str, ...]  # scope paths actually expanded, in request order
+    focus: str | None  # name of the node the view is centred on (focus mode)
+    graph_path: str
+    _locate: Callable[[Node], str | None] = field(repr=False, compare=False)
+
+    def locate(self, node: Node) -> str | None:
+        """The id of the drawn item that shows ``node`` (its box, its scope, its consumer)."""
+        return self._locate(node)
+
+
+def build_dot(
+    graph: Graph,
+    model: Model | None = None,
+    *,
+    expanded: Iterable[str] | str | None = None,
+    focus: str | None = None,
+    hops: int = DEFAULT_HOPS,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    edge_labels: str = "both",
+    first_view_nodes: int = DEFAULT_FIRST_VIEW,
+    infer_shapes: bool | None = None,
+) -> DotResult:
+    """Describe ``graph`` in DOT.
+
+    ``expanded``: scope paths to expand (``"encoder/layer.3"``; ancestors open with
+    them, the latest requests win when they do not all fit), ``"all"``, or None for
+    the automatic first view. ``focus``: draw only the nodes within ``hops`` edges of
+    this node. ``max_nodes``: most nodes in one layout (at most MAX_NODES_LIMIT).
+    ``edge_labels``: ``none``, ``dtype``, ``shape`` or ``both``. ``model`` lets calls of
+    model-local functions be opened and enables ONNX shape inference (``infer_shapes``:
+    True, False, or None for graphs up to 50,000 nodes).
+    """
+    if edge_labels not in EDGE_LABELS:
+        raise ValueError(
+            f"edge_labels must be one of {', '.join(EDGE_LABELS)}, not {edge_labels!r}"
+        )
+    if not 1 <= int(max_nodes) <= MAX_NODES_LIMIT:
+        raise ValueError(f"max_nodes must be between 1 and {MAX_NODES_LIMIT}, not {max_nodes}")
+    if int(hops) < 0:
+        raise ValueError(f"hops must be 0 or more, not {hops}")
+    index = graph_index(graph)
+    tree = scope_tree(graph)
+    types, types_note = (None, None)
+    if edge_labels != "none":
+        types, types_note = value_types(graph, model, infer_shapes)
+    with paused_gc():
+        builder = _Builder(graph, model, index, tree, types, edge_labels, int(max_nodes))
+        if types_note:
+            builder.notes.append(types_note)
+        if focus is not None and focus != "":
+            builder.draw_focus(graph.node(focus), int(hops))
+        else:
+            builder.draw_scopes(expanded, min(int(first_view_nodes), int(max_nodes)))
+        return builder.result()
+
+
+class _Builder:
+    def __init__(
+        self,
+        graph: Graph,
+        model: Model | None,
+        index: GraphIndex,
+        tree: ScopeTree,
+        types: ValueTypes | None,
+        edge_labels: str,
+        max_nodes: int,
+    ) -> None:
+        self.graph, self.model, self.index, self.tree = graph, model, index, tree
+        self.types, self.edge_labels, self.max_nodes = types, edge_labels, max_nodes
+        self.onnx_slots = model is None or model.format == "onnx"
+        self.lines: list[str] = [_HEADER]
+        self.ids: dict[str, dict[str, Any]] = {}
+        self.titles: dict[str, str] = {}
+        self.notes: list[str] = []
+        self.node_ids: dict[int, str] = {}
+        self.input_ids: dict[int, str] = {}
+        self.output_ids: dict[int, str] = {}
+        self.outer_ids: dict[str, str] = {}
+        self.boxes: list[Scope] = []  # collapsed scopes drawn as boxes
+        self.counters: dict[str, int] = {}
+        self.drawn = 0
+        self.expanded: tuple[str, ...] = ()
+        self.focus: str | None = None
+        self.rep: Callable[[int], str | None] = self.node_ids.get
+
+    # -- ids ---------------------------------------------------------------------
+    def new_id(self, prefix: str) -> str:
+        k = self.counters.get(prefix, 0)
+        self.counters[prefix] = k + 1
+        return f"{prefix}{k}"
+
+    # -- drawing modes --------------------------------------------------------------
+    def draw_scopes(self, expanded: Iterable[str] | str | None, first_budget: int) -> None:
+        graph, tree = self.graph, self.tree
+        n_io = self._io_budget()
+        reserved = n_io + self._outer_count()
+        drawable = self.index.drawable_count
+        if expanded is None or expanded == "all":
+            budget = first_budget if expanded is None else self.max_nodes
+            requested = first_view(tree, budget, reserved)
+            if expanded == "all" and drawable + reserved > self.max_nodes:
+                self.notes.append(
+                    f"expanding everything would draw {drawable + reserved:,} nodes "
+                    f"(max_nodes={self.max_nodes}); showing an overview instead"
+                )
+        elif isinstance(expanded, str):
+            requested = [expanded]
+        else:
+            requested = list(expanded)
+        opened, accepted, plan_notes = open_scopes(tree, requested, self.max_nodes, reserved)
+        self.notes.extend(plan_notes)
+        self.expanded = tuple(accepted)
+
+        memo: dict[int, str | None] = {}  # id(scope) → collapsed box id, None when open
+        self._emit_scope(tree.root, opened, memo, depth=0)
+        node_scope, node_ids = tree.node_scope, self.node_ids
+
+        def rep(i: int) -> str | None:
+            drawn = node_ids.get(i)
+            if drawn is not None:
+                return drawn
+            chain = []
+            scope: Scope | None = node_scope[i]
+            while scope is not None and id(scope) not in memo:
+                chain.append(scope)
+                scope = scope.parent
+            box = memo.get(id(scope)) if scope is not None else None
+            for s in chain:
+                memo[id(s)] = box
+            return box
+
+        self.rep = rep
+        boxes = self.boxes
+        if boxes:
+            inside = sum(scope.node_count for scope in boxes)
+            self.notes.insert(
+                0,
+                f"{inside:,} of {len(graph.nodes):,} nodes collapsed into "
+                f"{len(boxes):,} scope box{'es' if len(boxes) != 1 else ''} "
+                "(click one to expand it)",
+            )
+        self._emit_io(n_io)
+        self._emit_edges()
+        folded = len(self.index.folded_nodes)
+        if folded:
+            self.notes.append(f"{folded:,} constant nodes drawn inside the nodes that use them")
+
+    def draw_focus(self, node: Node, hops: int) -> None:
+        index = self.index
+        name = as_text(node.name)
+        start = node.index
+        if start in index.folded_nodes:  # a folded constant: centre on its first reader
+            consumers = self.graph.consumers(node.outputs[0])
+            start = consumers[0].index
+            self.notes.append(f"{name!r} is a constant drawn inside {as_text(consumers[0].name)!r}")
+        self.focus = as_text(self.graph.nodes[start].name)
+        preds, succs = index.adjacency()
+        budget = max(1, self.max_nodes - min(self._io_budget(), self.max_nodes // 4))
+        dist = {start: 0}
+        frontier = [start]
+        cut = False
+        for level in range(1, hops + 1):
+            nxt: list[int] = []
+            for i in frontier:
+                for j in (*preds[i], *succs[i]):
+                    if j not in dist:
+                        if len(dist) >= budget:
+                            cut = True
+                            break
+                        dist[j] = level
+                        nxt.append(j)
+            frontier = nxt
+            if cut or not frontier:
+                break
+        for i in sorted(dist):
+            self._emit_node(i, highlight=(i == start))
+        total = index.drawable_count
+        self.notes.insert(
+            0,
+            f"{len(dist):,} of {total:,} nodes within {hops} hop{'s' if hops != 1 else ''} "
+            f"of {shorten(self.focus, 80)!r}"
+            + (f" (cut at max_nodes={self.max_nodes})" if cut else ""),
+        )
+        self._emit_edges(focus=True)
+
+    # -- pieces -------------------------------------------------------------------------
+    def _io_budget(self) -> int:
+        n = len(self.graph.inputs) + len(self.graph.outputs)
+        return min(n, self.max_nodes // 2)
+
+    def _outer_count(self) -> int:
+        return len({e.key for e in self.index.edges if e.kind == FROM_OUTER})
+
+    def _emit_scope(
+        self, scope: Scope, opened: set[Scope], memo: dict[int, str | None], depth: int
+    ) -> None:
+        memo[id(scope)] = None
+        folded = self.index.folded_nodes
+        # Items in file order: nodes and child scopes interleaved as they come.
+        members: list[tuple[int, Scope | int]] = [(i, i) for i in scope.nodes if i not in folded]
+        members += [(child.first, child) for child in scope.children]
+        members.sort(key=lambda m: m[0])
+        for _, member in members:
+            if isinstance(member, int):
+                self._emit_node(member)
+            elif member.trivial:
+                self._emit_scope(member, opened, memo, depth)
+            elif member in opened:
+                cluster = self.new_id("c")
+                self.lines.append(
+                    f"subgraph cluster_{cluster} {{\nid={dot_string(cluster)} "
+                    f"label={dot_label([self._scope_heading(member)])} labeljust=l "
+                    f'style="rounded,dashed" color="#adb5bd" fontcolor="#495057" fontsize=9'
+                )
+                self._register_scope(cluster, member, opened=True)
+                self._emit_scope(member, opened, memo, depth + 1)
+                self.lines.append("}")
+            else:
+                box = self.new_id("s")
+                memo[id(member)] = box
+                self.boxes.append(member)
+                self._register_scope(box, member, opened=False)
+                fill = _GROUP_COLOUR if member.synthetic else _SCOPE_COLOUR
+                self.lines.append(
+                    f'{box} [id="{box}" shape=box3d style=filled fillcolor="{fill}" '
+                    f"label={dot_label(self._scope_lines(member))}]"
+                )
+                self.drawn += 1
+
+    def _scope_heading(self, scope: Scope) -> str:
+        return one_line(f"{scope.label} · {scope.node_count:,} nodes", LABEL_CHARS)
+
+    def _scope_lines(self, scope: Scope) -> list[str]:
+        counts = f"{scope.node_count:,} nodes"
+        if scope.param_count:
+            counts += f" · {_human(scope.param_count)} params"
+        lines = [one_line(scope.label, LABEL_CHARS), counts]
+        ops = self.tree.ops(self.graph, scope).most_common(3)
+        if ops:
+            lines.append(one_line(" ".join(f"{op}×{n}" for op, n in ops), LABEL_CHARS))
+        return lines
+
+    def _register_scope(self, sid: str, scope: Scope, opened: bool) -> None:
+        self.ids[sid] = {
+            "kind": "scope",
+            "path": scope.path,
+            "label": as_text(scope.label),
+            "open": opened,
+            "synthetic": scope.synthetic,
+            "nodes": scope.node_count,
+        }
+        ops = self.tree.ops(self.graph, scope).most_common(8)
+        title = [
+            ("group " if scope.synthetic else "scope ") + as_text(scope.path),
+            f"{scope.node_count:,} nodes, {scope.param_count:,} parameters",
+            ", ".join(f"{op} {n:,}" for op, n in ops),
+            "click to collapse" if opened else "click to expand",
+        ]
+        self.titles[sid] = "\n".join(title)
+
+    def _emit_node(self, i: int, highlight: bool = False) -> None:
+        node = self.graph.nodes[i]
+        nid = self.new_id("n")
+        self.node_ids[i] = nid
+        self.drawn += 1
+        op = as_text(node.qualified_op)
+        lines = [one_line(op, LABEL_CHARS)]
+        title = [as_text(node.name), f"{op} node"]
+        entry: dict[str, Any] = {"kind": "node", "name": as_text(node.name), "index": i, "op": op}
+        openable = self._openable(node)
+        if openable:
+            entry["graphs"] = openable
+            lines.append(one_line("▸ " + " · ".join(g["label"] for g in openable), LABEL_CHARS))
+            title.append("double-click to open: " + ", ".join(g["label"] for g in openable))
+        folded = self.index.folded_inputs.get(i, ())
+        for k, (slot, value) in enumerate(folded):
+            line, full = self._folded_line(node, slot, value)
+            if k < FOLDED_LINES_MAX:
+                lines.append(line)
+            title.append(full)
+        if len(folded) > FOLDED_LINES_MAX:
+            lines.append(f"+{len(folded) - FOLDED_LINES_MAX} more")
+        self.ids[nid] = entry
+        self.titles[nid] = "\n".join(title)
+        attrs = [f'id="{nid}"', f"label={dot_label(lines)}"]
+        fill = _FUNCTION_COLOUR if "function" in {g["kind"] for g in openable} else None
+        fill = fill or _OP_COLOURS.get(node.op_type if isinstance(node.op_type, str) else "")
+        if fill:
+            attrs.append(f'fillcolor="{fill}"')
+        if openable:
+            attrs.append("peripheries=2")
+        if highlight:
+            attrs.append('penwidth=2.5 color="#e8590c"')
+        self.lines.append(f"{nid} [{' '.join(attrs)}]")
+
+    def _openable(self, node: Node) -> list[dict[str, str]]:
+        found = [
+            {"kind": "subgraph", "label": as_text(attr), "path": as_text(g.path)}
+            for attr, g in node.subgraphs()
+        ]
+        if self.model is not None:
+            function = self.model.function_for(node)
+            if function is not None:
+                label = "function " + as_text(function.name)
+                found.append(
+                    {"kind": "function", "label": label, "path": as_text(function.graph.path)}
+                )
+        return found
+
+    def _folded_line(self, node: Node, slot: int, value: str) -> tuple[str, str]:
+        stored = self.index.stored_value(self.graph, value)
+        name = self._slot_name(node, slot, value)
+        if isinstance(stored, Tensor):
+            desc = _tensor_text(stored)
+        elif isinstance(stored, Node):
+            tensor = constant_tensor(stored)
+            desc = _tensor_text(tensor) if tensor is not None else _attribute_constant_text(stored)
+        else:
+            desc = "?"
+        return one_line(f"{name} {desc}", LABEL_CHARS), f"{name}: {as_text(value)} {desc}"
+
+    def _slot_name(self, node: Node, slot: int, value: str) -> str:
+        if self.onnx_slots and isinstance(node.op_type, str) and isinstance(node.domain, str):
+            names = _schema_inputs(node.domain, node.op_type)
+            if names:
+                return names[min(slot, len(names) - 1)]
+        base = as_text(value).rstrip("/").rpartition("/")[2]
+        return shorten(base.rpartition(":")[0] if base.endswith(":0") else base, 20) or "?"
+
+    def _emit_io(self, limit: int) -> None:
+        graph = self.graph
+        n_in = min(len(graph.inputs), max(limit - min(len(graph.outputs), limit // 2), 0))
+        n_out = min(len(graph.outputs), limit - n_in)
+        for k, info in enumerate(graph.inputs[:n_in]):
+            self._emit_value_box(info, k, "input")
+        for k, info in enumerate(graph.outputs[:n_out]):
+            self._emit_value_box(info, k, "output")
+        left = len(graph.inputs) - n_in + len(graph.outputs) - n_out
+        if left:
+            self.notes.append(
+                f"{left:,} graph inputs/outputs not drawn (max_nodes={self.max_nodes})"
+            )
+
+    def _emit_value_box(self, info: ValueInfo, k: int, kind: str) -> str:
+        prefix = "i" if kind == "input" else "o"
+        vid = self.new_id(prefix)
+        (self.input_ids if kind == "input" else self.output_ids)[k] = vid
+        name = as_text(info.name)
+        self.ids[vid] = {"kind": kind, "name": name}
+        type_text = _type_text(info, "both")
+        self.titles[vid] = f"graph {kind} {name}\n{as_text(info.type)} {type_text}".rstrip()
+        lines = [one_line(name, LABEL_CHARS)]
+        if type_text:
+            lines.append(one_line(type_text, LABEL_CHARS))
+        style = (
+            'fillcolor="#d3f9d8" color="#2b8a3e"'
+            if kind == "input"
+            else 'fillcolor="#ffe8cc" color="#d9480f" peripheries=2'
+        )
+        self.lines.append(
+            f'{vid} [id="{vid}" shape=ellipse style=filled {style} label={dot_label(lines)}]'
+        )
+        self.drawn += 1
+        return vid
+
+    def _outer_box(self, name: str) -> str | None:
+        vid = self.outer_ids.get(name)
+        if vid is None:
+            if self.drawn >= self.max_nodes:
+                return None
+            vid = self.outer_ids[name] = self.new_id("x")
+            text = as_text(name)
+            self.ids[vid] = {"kind": "outer", "name": text}
+            self.titles[vid] = f"{text}\nvalue from outside this graph"
+            self.lines.append(
+                f'{vid} [id="{vid}" shape=ellipse style="dashed" color="#868e96" '
+                f"label={dot_label([one_line(text, LABEL_CHARS)])}]"
+            )
+            self.drawn += 1
+        return vid
+
+    def _source_id(self, edge: Edge, focus: bool) -> str | None:
+        if edge.kind == FROM_NODE:
+            assert isinstance(edge.key, int)
+            return self.rep(edge.key)
+        if edge.kind == FROM_INPUT:
+            assert isinstance(edge.key, int)
+            vid = self.input_ids.get(edge.key)
+            if vid is None and focus and self.drawn < self.max_nodes:
+                vid = self._emit_value_box(self.graph.inputs[edge.key], edge.key, "input")
+            return vid
+        if edge.kind == FROM_OUTER:
+            return self._outer_box(str(edge.key))  # None once max_nodes are drawn
+        return None
+
+    def _emit_edges(self, focus: bool = False) -> None:
+        merged: dict[tuple[str, str], list[Any]] = {}  # (src, dst) → [values, all control?]
+        rep = self.rep
+        hidden = 0
+        for edge in self.index.edges:
+            dst = rep(edge.dst)
+            if dst is None:
+                continue
+            src = self._source_id(edge, focus)
+            if src is None:
+                hidden += 1
+                continue
+            if src == dst:
+                continue
+            self._merge(merged, src, dst, edge)
+        for edge in self.index.output_edges:
+            if edge.kind == FROM_NODE:
+                assert isinstance(edge.key, int)
+                src = rep(edge.key)
+                if src is None:
+                    continue
+            elif edge.kind == FROM_INPUT:
+                assert isinstance(edge.key, int)
+                src = self.input_ids.get(edge.key)
+            elif edge.kind in (FROM_OUTER, FROM_STORED):
+                src = self._outer_box(str(edge.key)) if edge.kind == FROM_OUTER else None
+            if src is None:
+                continue
+            dst = self.output_ids.get(edge.dst)
+            if dst is None and focus and self.drawn < self.max_nodes:
+                dst = self._emit_value_box(self.graph.outputs[edge.dst], edge.dst, "output")
+            if dst is not None:
+                self._merge(merged, src, dst, edge)
+        if focus and hidden:
+            self.notes.append(f"{hidden:,} edges lead to nodes not drawn")
+        for (src, dst), (values, control) in merged.items():
+            eid = self.new_id("e")
+            attrs = [f'id="{eid}"']
+            if control:
+                attrs.append('style=dashed color="#adb5bd" arrowhead=odot')
+            label, title = self._edge_text(values)
+            if label:
+                attrs.append(f"label={dot_label([label])}")
+            self.titles[eid] = title
+            self.lines.append(f"{src} -> {dst} [{' '.join(attrs)}]")
+
+    @staticmethod
+    def _merge(merged: dict[tuple[str, str], list[Any]], src: str, dst: str, edge: Edge) -> None:
+        slot = merged.get((src, dst))
+        if slot is None:
+            merged[(src, dst)] = [[edge.value] if edge.value else [], edge.control]
+        else:
+            if edge.value and edge.value not in slot[0] and len(slot[0]) < 1000:
+                slot[0].append(edge.value)
+            slot[1] = slot[1] and edge.control
+
+    def _edge_text(self, values: list[str]) -> tuple[str, str]:
+        if not values:
+            return "", "control dependency"
+        if len(values) > 1:
+            shown = "\n".join(as_text(v) for v in values[:12])
+            more = f"\n… {len(values) - 12:,} more" if len(values) > 12 else ""
+            label = f"{len(values):,} values" if self.edge_labels != "none" else ""
+            return label, shown + more
+        (value,) = values
+        info = self.types.get(value) if self.types is not None else None
+        text = _type_text(info, "both") if info is not None else ""
+        label = _type_text(info, self.edge_labels) if info is not None else ""
+        return one_line(label, LABEL_CHARS), f"{as_text(value)}\n{text}".rstrip()
+
+    def result(self) -> DotResult:
+        self.lines.append("}")
+        rep, graph, index = self.rep, self.graph, self.index
+
+        def locate(node: Node) -> str | None:
+            i = node.index
+            if node.graph is not graph:
+                return None
+            if i in index.folded_nodes:
+                consumers = graph.consumers(node.outputs[0]) if node.outputs else ()
+                return rep(consumers[0].index) if consumers else None
+            return rep(i)
+
+        return DotResult(
+            source="\n".join(self.lines) + "\n",
+            ids=self.ids,
+            titles=self.titles,
+            drawn=self.drawn,
+            notes=tuple(self.notes),
+            expanded=self.expanded,
+            focus=self.focus,
+            graph_path=as_text(graph.path),
+            _locate=locate,
+        )
+
+
+# -- text for labels ----------------------------------------------------------------------
+def _human(n: int) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return str(n)
+
+
+def _dims(shape: tuple[Any, ...]) -> str:
+    return "×".join(shorten(as_text("?" if d is None else d), 12) for d in shape)
+
+
+def _type_text(info: ValueInfo | None, mode: str) -> str:
+    if info is None or mode == "none":
+        return ""
+    dtype = info.dtype or (as_text(info.type) if info.type else "")
+    shape = "" if info.shape is None else (_dims(info.shape) if info.shape else "scalar")
+    if mode == "dtype":
+        return dtype
+    if mode == "shape":
+        return shape
+    return f"{dtype} {shape}".strip()
+
+
+def _tensor_text(tensor: Tensor) -> str:
+    dims = _dims(tensor.shape)
+    preview = _preview(tensor)
+    if preview is not None:
+        return f"= {preview} {tensor.dtype_name}"
+    return f"⟨{dims}⟩ {tensor.dtype_name}" if dims else f"scalar {tensor.dtype_name}"
+
+
+def _preview(tensor: Tensor) -> str | None:
+    """The values of a tiny tensor already in memory (never touches a file)."""
+    if tensor.location.kind == "external" or tensor.nbytes > 64 or tensor.size > 8:
+        return None
+    if tensor.dtype.kind not in "biuf":
+        return None
+    try:
+        values = tensor.numpy()
+    except (ExplorerError, ValueError, TypeError):
+        return None
+    flat = np.asarray(values).reshape(-1)
+    if flat.dtype.kind == "f":
+        items = [f"{float(v):.4g}" for v in flat]
+    else:
+        items = [str(v) for v in flat.tolist()]
+    text = ", ".join(items)
+    return text if not tensor.shape else f"[{text}]"
+
+
+def _attribute_constant_text(node: Node) -> str:
+    for key, dtype in (
+        ("value_int", "int64"), ("value_ints", "int64"), ("value_float", "float32"),
+        ("value_floats", "float32"), ("value_string", "string"), ("value_strings", "string"),
+    ):  # fmt: skip
+        attr = node.attributes.get(key)
+        if attr is None:
+            continue
+        value = attr.value
+        if dtype == "string":
+            count = len(value) if isinstance(value, tuple) else 1
+            return f"⟨{count}⟩ string" if isinstance(value, tuple) else "scalar string"
+        if isinstance(value, tuple):
+            if len(value) <= 8:
+                return "= [" + ", ".join(_number(v) for v in value) + f"] {dtype}"
+            return f"⟨{len(value)}⟩ {dtype}"
+        return f"= {_number(value)} {dtype}"
+    return "constant"
+
+
+def _number(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+@lru_cache(maxsize=1024)
+def _schema_inputs(domain: str, op_type: str) -> tuple[str, ...] | None:
+    """Input slot names of an ONNX operator (``("A", "B")`` for MatMul), None if unknown."""
+    from onnx import defs
+
+    try:
+        schema = defs.get_schema(op_type, domain)
+    except Exception:  # unknown or custom operator: fall back to the value's name
+        return None
+    names = tuple(shorten(i.name, 20) for i in schema.inputs)
+    return names or None
+
+
+__all__ = [
+    "DEFAULT_MAX_NODES",
+    "EDGE_LABELS",
+    "MAX_NODES_LIMIT",
+    "DotResult",
+    "build_dot",
+]

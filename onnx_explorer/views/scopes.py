@@ -1,0 +1,324 @@
+"""Name scopes: the tree that lets a 100,000-node graph be drawn a few hundred boxes at a time.
+
+Exporters name nodes by module path (``/encoder/layer.3/attn/MatMul``; GraphDef
+``encoder/layer_3/attn/MatMul``), so the parts before the last ``/`` are the node's
+scope: ``encoder`` ▸ ``layer.3`` ▸ ``attn``. Each scope counts the nodes and the
+parameters (elements of the initializers and constants folded into its nodes,
+from shapes alone, no IO) beneath it.
+
+A scope that would draw more than :data:`SCOPE_ITEMS_MAX` boxes when expanded (a
+model whose nodes are numbered ``node_123`` with no scopes at all, or 2,500 layers
+side by side) has its items split into synthetic groups of consecutive items in
+file order, named after their first and last item (``layers.0 … layers.199``).
+File order is topological in any valid ONNX model and nearly so in GraphDef, so a
+group is a stretch of the computation with few edges leaving it: expanding one
+group after another walks the graph from inputs to outputs, and every part of the
+graph stays reachable, which cutting the view to the first N nodes would not give.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..model import Graph
+from ..tensors import Tensor
+from .index import GraphIndex, constant_tensor, graph_index, paused_gc
+from .quoting import as_text
+
+#: Most items (drawn nodes + child scopes) a scope shows when expanded.
+SCOPE_ITEMS_MAX = 200
+
+
+@dataclass(eq=False)
+class Scope:
+    """One scope. ``path`` is its key: ``encoder/layer.3`` ("" for the graph itself)."""
+
+    path: str
+    label: str  # last component, or "first … last" for a synthetic group
+    parent: Scope | None
+    synthetic: bool = False
+    children: list[Scope] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)  # direct members (node indices)
+    items: int = 0  # drawn when expanded: drawable direct nodes + child scopes
+    node_count: int = 0  # nodes in the whole subtree, constants included
+    param_count: int = 0
+    first: int = 0  # smallest node index in the subtree: orders siblings
+    _ops: Counter[str] | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return f"<Scope {self.path!r} {self.node_count} nodes>"
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent is None
+
+    @property
+    def trivial(self) -> bool:
+        """At most one item: drawn as that item itself, never as a box or cluster."""
+        return self.items <= 1 and self.parent is not None
+
+    def ancestors(self) -> Iterator[Scope]:
+        """Parent, grandparent, … up to but excluding the root."""
+        scope = self.parent
+        while scope is not None and scope.parent is not None:
+            yield scope
+            scope = scope.parent
+
+    def walk(self) -> Iterator[Scope]:
+        """This scope and every scope below it."""
+        stack = [self]
+        while stack:
+            scope = stack.pop()
+            yield scope
+            stack.extend(reversed(scope.children))
+
+    def subtree_nodes(self) -> Iterator[int]:
+        for scope in self.walk():
+            yield from scope.nodes
+
+
+class ScopeTree:
+    """The scope tree of one graph; see :func:`scope_tree` for the cached instance."""
+
+    def __init__(self, graph: Graph, index: GraphIndex) -> None:
+        self.root = Scope("", "", None)
+        self.by_path: dict[str, Scope] = {"": self.root}
+        self.node_scope: list[Scope] = []  # node index → the scope it sits in directly
+        self.node_params: dict[int, int] = {}  # node index → parameters folded into it
+        self._build(graph, index)
+        self._count(graph, index)
+        for scope in list(self.root.walk()):
+            if scope.items > SCOPE_ITEMS_MAX:
+                self._split(graph, index, scope)
+
+    # -- lookups ----------------------------------------------------------------
+    def find(self, path: str) -> Scope | None:
+        """The scope with this path; a leading or trailing ``/`` is ignored."""
+        path = as_text(path)
+        scope = self.by_path.get(path)
+        if scope is None:
+            scope = self.by_path.get("/".join(p for p in path.split("/") if p))
+        return scope
+
+    def ops(self, graph: Graph, scope: Scope) -> Counter[str]:
+        """Operator counts of a scope's subtree (computed when first asked for)."""
+        if scope._ops is None:
+            nodes = graph.nodes
+            scope._ops = Counter(as_text(nodes[i].op_type) for i in scope.subtree_nodes())
+        return scope._ops
+
+    # -- building ---------------------------------------------------------------
+    def _scope_for(self, prefix: str) -> Scope:
+        parts = [p for p in prefix.split("/") if p]
+        scope = self.root
+        path = ""
+        for part in parts:
+            path = f"{path}/{part}" if path else part
+            child = self.by_path.get(path)
+            if child is None:
+                child = Scope(path, part, scope)
+                scope.children.append(child)
+                self.by_path[path] = child
+            scope = child
+        return scope
+
+    def _build(self, graph: Graph, index: GraphIndex) -> None:
+        by_prefix: dict[str, Scope] = {}  # raw name prefix → scope: one split per distinct prefix
+        node_scope = self.node_scope
+        for node in graph.nodes:
+            name = node.name if isinstance(node.name, str) else as_text(node.name)
+            prefix = name.rpartition("/")[0]
+            scope = by_prefix.get(prefix)
+            if scope is None:
+                scope = by_prefix[prefix] = self._scope_for(prefix)
+            scope.nodes.append(node.index)
+            node_scope.append(scope)
+
+    def _count(self, graph: Graph, index: GraphIndex) -> None:
+        folded = index.folded_nodes
+        params = self.node_params
+        seen: set[int] = set()  # a tensor shared by several nodes counts once
+        for value, node_index in index.first_consumer.items():
+            stored = index.stored_value(graph, value)
+            if isinstance(stored, Tensor) and id(stored) not in seen:
+                seen.add(id(stored))
+                params[node_index] = params.get(node_index, 0) + stored.size
+        for i in folded:  # a constant's tensor counts where the Constant node sits
+            tensor = constant_tensor(graph.nodes[i])
+            if tensor is not None and id(tensor) not in seen:
+                seen.add(id(tensor))
+                params[i] = params.get(i, 0) + tensor.size
+        # Children were created after their parents: a reversed walk sums bottom-up.
+        order = list(self.root.walk())
+        for scope in reversed(order):
+            scope.node_count = len(scope.nodes)
+            scope.param_count = sum(params.get(i, 0) for i in scope.nodes)
+            drawable = sum(1 for i in scope.nodes if i not in folded)
+            scope.items = drawable + len(scope.children)
+            firsts = [scope.nodes[0]] if scope.nodes else []
+            for child in scope.children:
+                scope.node_count += child.node_count
+                scope.param_count += child.param_count
+                firsts.append(child.first)
+            scope.first = min(firsts) if firsts else 0
+            scope.children.sort(key=lambda c: c.first)
+
+    def _split(self, graph: Graph, index: GraphIndex, scope: Scope) -> None:
+        """Regroup a scope's items into synthetic groups of at most SCOPE_ITEMS_MAX items."""
+        folded = index.folded_nodes
+        members: list[tuple[int, int, Scope | int]] = [(i, i not in folded, i) for i in scope.nodes]
+        members += [(child.first, 1, child) for child in scope.children]
+        members.sort(key=lambda m: m[0])
+        n = scope.items
+        groups = math.ceil(n / SCOPE_ITEMS_MAX)
+        if groups > SCOPE_ITEMS_MAX:  # more than fits in one level: split again below
+            groups = SCOPE_ITEMS_MAX
+        size = math.ceil(n / groups)
+        chunks: list[list[Scope | int]] = [[]]
+        weight = 0
+        for _, w, member in members:
+            if weight + w > size and weight:
+                chunks.append([])
+                weight = 0
+            chunks[-1].append(member)
+            weight += w
+        scope.children, scope.nodes = [], []
+        taken: set[str] = set()
+        for chunk in chunks:
+            label = self._group_label(graph, chunk, taken)
+            path = f"{scope.path}/{label}" if scope.path else label
+            while path in self.by_path:
+                path += "'"
+            group = Scope(path, label, scope, synthetic=True)
+            self.by_path[path] = group
+            for member in chunk:
+                if isinstance(member, Scope):
+                    member.parent = group
+                    group.children.append(member)
+                else:
+                    group.nodes.append(member)
+                    self.node_scope[member] = group
+            group.items = sum(1 for i in group.nodes if i not in folded) + len(group.children)
+            group.node_count = len(group.nodes) + sum(c.node_count for c in group.children)
+            group.param_count = sum(c.param_count for c in group.children) + sum(
+                self.node_params.get(i, 0) for i in group.nodes
+            )
+            group.first = min([*group.nodes, *(c.first for c in group.children)])
+            scope.children.append(group)
+        scope.items = len(scope.children)
+        for group in scope.children:
+            if group.items > SCOPE_ITEMS_MAX:
+                self._split(graph, index, group)
+
+    def _group_label(self, graph: Graph, chunk: list[Scope | int], taken: set[str]) -> str:
+        def name(member: Scope | int) -> str:
+            if isinstance(member, Scope):
+                return member.label
+            return as_text(graph.nodes[member].name).rpartition("/")[2] or "?"
+
+        label = name(chunk[0]) if len(chunk) == 1 else f"{name(chunk[0])} … {name(chunk[-1])}"
+        base, k = label, 2
+        while label in taken:
+            label = f"{base} ({k})"
+            k += 1
+        taken.add(label)
+        return label
+
+
+_CACHE: weakref.WeakKeyDictionary[Graph, ScopeTree] = weakref.WeakKeyDictionary()
+
+
+def scope_tree(graph: Graph) -> ScopeTree:
+    """The cached scope tree of ``graph``."""
+    tree = _CACHE.get(graph)
+    if tree is None:
+        index = graph_index(graph)
+        with paused_gc():
+            tree = _CACHE[graph] = ScopeTree(graph, index)
+    return tree
+
+
+# -- which scopes to open -----------------------------------------------------------------
+def first_view(tree: ScopeTree, budget: int, reserved: int = 0) -> list[str]:
+    """Scope paths to expand for a first look, drawing at most ``budget`` boxes.
+
+    Everything when it fits. Otherwise level by level from the top: a whole level
+    opens when it fits (an even overview), else only its first scope that fits does
+    and the search goes on inside it, so the view shows the overall structure with
+    one worked example in detail (the first layer of a transformer fully open beside
+    the collapsed others) rather than an arbitrary patchwork.
+    """
+    count = reserved + tree.root.items
+    everything = [s for s in tree.root.walk() if not s.is_root and not s.trivial]
+    if count + sum(s.items - 1 for s in everything) <= budget:
+        return [s.path for s in everything]
+    opened: list[Scope] = []
+    level = _visible(tree.root.children)
+    while level:
+        cost = sum(s.items - 1 for s in level)
+        if count + cost <= budget:
+            opened += level
+            count += cost
+            level = _visible([c for s in level for c in s.children])
+            continue
+        for scope in level:
+            if count + scope.items - 1 <= budget:
+                opened.append(scope)
+                count += scope.items - 1
+                level = _visible(scope.children)
+                break
+        else:
+            break
+    return [s.path for s in opened]
+
+
+def _visible(scopes: list[Scope]) -> list[Scope]:
+    """Scopes that show as boxes: trivial ones (one item) are replaced by what they hold."""
+    out: list[Scope] = []
+    stack = list(reversed(scopes))
+    while stack:
+        scope = stack.pop()
+        if scope.trivial:
+            stack.extend(reversed(scope.children))
+        else:
+            out.append(scope)
+    return out
+
+
+def open_scopes(
+    tree: ScopeTree, requested: list[str], budget: int, reserved: int = 0
+) -> tuple[set[Scope], list[str], list[str]]:
+    """Scopes to open for ``requested`` paths, within ``budget`` drawn boxes.
+
+    Opening a scope opens its ancestors. Requests are honoured newest first, so a
+    scope just clicked opens even if an older expansion has to stay shut for it.
+    Returns the open scopes, the accepted paths (in request order) and notes.
+    """
+    count = reserved + tree.root.items
+    opened: set[Scope] = set()
+    accepted: list[str] = []
+    notes: list[str] = []
+    for path in reversed(requested):
+        scope = tree.find(path)
+        if scope is None:
+            notes.append(f"no scope {as_text(path)[:200]!r} in this graph")
+            continue
+        if scope.is_root or scope in opened:
+            continue
+        chain = [s for s in (scope, *scope.ancestors()) if s not in opened and not s.trivial]
+        cost = sum(s.items - 1 for s in chain)
+        if count + cost > budget:
+            notes.append(
+                f"{as_text(scope.path)[:200]!r} not expanded: it would make {count + cost:,} "
+                f"nodes (max_nodes={budget})"
+            )
+            continue
+        opened.update(chain)
+        count += cost
+        accepted.append(path)
+    accepted.reverse()
+    return opened, accepted, notes
