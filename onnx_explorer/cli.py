@@ -80,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as exc:  # bad paths or arguments given on the command line
         print(f"onnx-explorer: error: {exc}", file=sys.stderr)
         return 1
+    except KeyError as exc:  # a node, graph or scope named on the command line does not exist
+        print(f"onnx-explorer: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # pragma: no cover - piping into `head`
         return 0
 

@@ -46,6 +46,11 @@ UNDEFINED = DType("undefined", np.dtype(object), 0, is_numeric=False)
 _ATTR_KINDS = {v: k for k, v in onnx.AttributeProto.AttributeType.items()}
 
 
+def _s(value: str | bytes) -> str:
+    """Text of a string field: protobuf hands back bytes when a proto2 string is not UTF-8."""
+    return value if type(value) is str else bytes(value).decode("utf-8", "replace")
+
+
 def onnx_dtype(elem_type: int) -> DType:
     name = _DTYPE_NAMES.get(elem_type)
     return dtype(name) if name else UNDEFINED
@@ -82,7 +87,7 @@ def _shape(tensor_type: Any) -> tuple[int | str | None, ...] | None:
     dims: list[int | str | None] = []
     for dim in tensor_type.shape.dim:
         which = dim.WhichOneof("value")
-        dims.append(dim.dim_value if which == "dim_value" else dim.dim_param if which else None)
+        dims.append(dim.dim_value if which == "dim_value" else _s(dim.dim_param) if which else None)
     return tuple(dims)
 
 
@@ -94,7 +99,7 @@ def value_info(vi: onnx.ValueInfoProto) -> ValueInfo:
         inner = getattr(tp, which)
         elem = onnx_dtype(inner.elem_type).name
         shape = _shape(inner)
-    return ValueInfo(vi.name, type_string(tp), elem, shape, vi.doc_string)
+    return ValueInfo(_s(vi.name), type_string(tp), elem, shape, _s(vi.doc_string))
 
 
 # -- tensors -----------------------------------------------------------------------
@@ -128,12 +133,12 @@ class _Context:
     def tensor(self, tp: onnx.TensorProto, name: str | None = None) -> Tensor:
         dt = onnx_dtype(tp.data_type)
         shape = tuple(int(d) for d in tp.dims)
-        name = name or tp.name
-        return Tensor(name, dt, shape, self.source(tp), tp.doc_string)
+        name = name or _s(tp.name)
+        return Tensor(name, dt, shape, self.source(tp), _s(tp.doc_string))
 
     def source(self, tp: onnx.TensorProto) -> TensorSource:
         if tp.data_location == onnx.TensorProto.EXTERNAL:
-            ref = ExternalRef.from_entries([(e.key, e.value) for e in tp.external_data])
+            ref = ExternalRef.from_entries([(_s(e.key), _s(e.value)) for e in tp.external_data])
             return ExternalBytes(ref, self.base_dir, self.files)
         if tp.HasField("raw_data"):
             if self.stripped is not None:
@@ -148,8 +153,8 @@ class _Context:
         return ArraySource(_typed_loader(tp), TensorLocation("typed"))
 
     def sparse(self, sp: onnx.SparseTensorProto, name: str | None = None) -> SparseTensor:
-        values = self.tensor(sp.values, name or sp.values.name)
-        indices = self.tensor(sp.indices, (name or sp.values.name) + ".indices")
+        values = self.tensor(sp.values, name or _s(sp.values.name))
+        indices = self.tensor(sp.indices, (name or _s(sp.values.name)) + ".indices")
         return SparseTensor(values, indices, tuple(int(d) for d in sp.dims))
 
 
@@ -160,8 +165,9 @@ def _attribute(
     kind = _ATTR_KINDS.get(a.type, "UNDEFINED")
     if kind == "UNDEFINED":
         kind = _guess_attribute_kind(a)
-    label = f"{node_name}.{a.name}"
-    sub_path = f"{graph_path.rstrip('/')}/{node_name.lstrip('/')}/{a.name}"
+    attr_name = _s(a.name)
+    label = f"{node_name}.{attr_name}"
+    sub_path = f"{graph_path.rstrip('/')}/{node_name.lstrip('/')}/{attr_name}"
     value: Any
     if kind == "FLOAT":
         value = a.f
@@ -170,7 +176,7 @@ def _attribute(
     elif kind == "STRING":
         value = a.s.decode("utf-8", "replace")
     elif kind == "TENSOR":
-        value = ctx.tensor(a.t, owner if owner else (a.t.name or label))
+        value = ctx.tensor(a.t, owner if owner else (_s(a.t.name) or label))
     elif kind == "GRAPH":
         value = _graph(ctx, a.g, sub_path)
     elif kind == "SPARSE_TENSOR":
@@ -184,7 +190,7 @@ def _attribute(
     elif kind == "STRINGS":
         value = tuple(s.decode("utf-8", "replace") for s in a.strings)
     elif kind == "TENSORS":
-        value = tuple(ctx.tensor(t, t.name or f"{label}[{i}]") for i, t in enumerate(a.tensors))
+        value = tuple(ctx.tensor(t, _s(t.name) or f"{label}[{i}]") for i, t in enumerate(a.tensors))
     elif kind == "GRAPHS":
         value = tuple(_graph(ctx, g, f"{sub_path}[{i}]") for i, g in enumerate(a.graphs))
     elif kind == "SPARSE_TENSORS":
@@ -193,7 +199,7 @@ def _attribute(
         value = tuple(type_string(t) for t in a.type_protos)
     else:
         value = None
-    return Attribute(a.name, kind, value, a.doc_string, a.ref_attr_name)
+    return Attribute(attr_name, kind, value, _s(a.doc_string), _s(a.ref_attr_name))
 
 
 def _guess_attribute_kind(a: onnx.AttributeProto) -> str:
@@ -221,11 +227,12 @@ def _guess_attribute_kind(a: onnx.AttributeProto) -> str:
 
 def _nodes(ctx: _Context, protos: Any, graph_path: str) -> list[Node]:
     nodes: list[Node] = []
-    seen: set[str] = {n.name for n in protos if n.name}
+    seen: set[str] = {_s(n.name) for n in protos if n.name}
     used: set[str] = set()
     for i, n in enumerate(protos):
         has_name = bool(n.name)
-        name = n.name or f"{n.op_type}_{i}"
+        op_type = _s(n.op_type)
+        name = _s(n.name) or f"{op_type}_{i}"
         if name in used or (not has_name and name in seen):
             k = 1
             while f"{name}#{k}" in used or f"{name}#{k}" in seen:
@@ -233,10 +240,11 @@ def _nodes(ctx: _Context, protos: Any, graph_path: str) -> list[Node]:
             name = f"{name}#{k}"
         used.add(name)
         # A Constant's tensor is known by the value it produces.
-        owner = n.output[0] if n.op_type == "Constant" and n.output else ""
-        attrs = {a.name: _attribute(ctx, a, name, owner, graph_path) for a in n.attribute}
+        outputs = tuple(map(_s, n.output))
+        owner = outputs[0] if op_type == "Constant" and outputs else ""
+        attrs = {_s(a.name): _attribute(ctx, a, name, owner, graph_path) for a in n.attribute}
         node = Node(
-            name, n.op_type, n.domain, tuple(n.input), tuple(n.output), attrs, n.doc_string,
+            name, op_type, _s(n.domain), tuple(map(_s, n.input)), outputs, attrs, _s(n.doc_string),
             has_file_name=has_name,
         )  # fmt: skip
         for attr in attrs.values():
@@ -250,19 +258,19 @@ def _nodes(ctx: _Context, protos: Any, graph_path: str) -> list[Node]:
 
 
 def _graph(ctx: _Context, g: onnx.GraphProto, path: str) -> Graph:
-    initializers = {t.name: ctx.tensor(t) for t in g.initializer}
-    sparse = {s.values.name: ctx.sparse(s) for s in g.sparse_initializer}
+    initializers = {_s(t.name): ctx.tensor(t) for t in g.initializer}
+    sparse = {_s(s.values.name): ctx.sparse(s) for s in g.sparse_initializer}
     declared = tuple(value_info(vi) for vi in g.input)
     # IR < 4 lists initializers among the inputs; a true input is one with no stored value.
     true_inputs = tuple(v for v in declared if v.name not in initializers and v.name not in sparse)
     return Graph(
-        name=g.name,
+        name=_s(g.name),
         nodes=_nodes(ctx, g.node, path),
         inputs=true_inputs,
         outputs=tuple(value_info(vi) for vi in g.output),
         initializers=initializers,
-        value_info={vi.name: value_info(vi) for vi in g.value_info},
-        doc_string=g.doc_string,
+        value_info={_s(vi.name): value_info(vi) for vi in g.value_info},
+        doc_string=_s(g.doc_string),
         path=path,
         sparse_initializers=sparse,
         declared_inputs=declared,
@@ -313,12 +321,12 @@ def model_from_proto(
         path=path,
         ir_version=proto.ir_version,
         opset_imports={o.domain: o.version for o in proto.opset_import},
-        producer_name=proto.producer_name,
-        producer_version=proto.producer_version,
-        domain=proto.domain,
+        producer_name=_s(proto.producer_name),
+        producer_version=_s(proto.producer_version),
+        domain=_s(proto.domain),
         model_version=proto.model_version,
-        doc_string=proto.doc_string,
-        metadata_props={p.key: p.value for p in proto.metadata_props},
+        doc_string=_s(proto.doc_string),
+        metadata_props={_s(p.key): _s(p.value) for p in proto.metadata_props},
         functions=tuple(_function(ctx, f) for f in proto.functions),
         data_files=ctx.files,
         source=proto,

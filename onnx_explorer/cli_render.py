@@ -1,0 +1,39 @@
+"""``onnx-explorer render``: draw a graph's view to SVG, PNG or DOT."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from .views.dot import DEFAULT_HOPS, DEFAULT_MAX_NODES, EDGE_LABELS
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    from .readers import load
+
+    model = load(args.path, external_data_dir=args.external_data_dir)
+    graph = model.graph_at(args.graph) if args.graph else model.graph
+    options: dict[str, Any] = {"max_nodes": args.max_nodes, "edge_labels": args.edge_labels}
+    if args.expand:
+        options["expanded"] = "all" if args.expand == ["all"] else args.expand
+    if args.focus:
+        options["focus"] = args.focus
+        options["hops"] = args.hops
+    path = graph.save(args.output, **options)
+    print(f"wrote {path}")
+    return 0
+
+
+def register(sub: Any, add_common: Callable[[argparse.ArgumentParser], None]) -> None:
+    parser = sub.add_parser("render", help="draw a graph to .svg, .png or .dot with Graphviz")
+    add_common(parser)
+    parser.add_argument("-o", "--output", required=True, help="output file: .svg, .png or .dot")
+    parser.add_argument("--graph", metavar="PATH", help="a subgraph or function path (default: /)")
+    parser.add_argument("--expand", nargs="*", metavar="SCOPE", help="scopes to expand, or 'all'")
+    parser.add_argument("--focus", metavar="NODE", help="draw the neighbourhood of this node")
+    parser.add_argument("--hops", type=int, default=DEFAULT_HOPS, help="neighbourhood radius")
+    parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES,
+                        help="most nodes in one layout")  # fmt: skip
+    parser.add_argument("--edge-labels", choices=EDGE_LABELS, default="both")
+    parser.set_defaults(handler=_cmd_render)
