@@ -48,7 +48,9 @@ _ATTR_KINDS = {v: k for k, v in onnx.AttributeProto.AttributeType.items()}
 
 def _s(value: str | bytes) -> str:
     """Text of a string field: protobuf hands back bytes when a proto2 string is not UTF-8."""
-    return value if type(value) is str else bytes(value).decode("utf-8", "replace")
+    if isinstance(value, str):
+        return value
+    return bytes(value).decode("utf-8", "replace")
 
 
 def onnx_dtype(elem_type: int) -> DType:
