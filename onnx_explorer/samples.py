@@ -93,21 +93,22 @@ def tiny_transformer(
         def lin(
             x: str, name: str, n_in: int, n_out: int, scope: str, out: str, p: str = p, s: str = s
         ) -> list[onnx.NodeProto]:
+            w = f"{p}.{scope}.{name}"  # Hugging Face style: model.layers.0.self_attn.q_proj
             inits.extend(
                 [
-                    _init(rng, f"{p}.{name}.weight", (n_in, n_out)),
-                    _init(rng, f"{p}.{name}.bias", (n_out,), 0.01),
+                    _init(rng, f"{w}.weight", (n_in, n_out)),
+                    _init(rng, f"{w}.bias", (n_out,), 0.01),
                 ]
             )
             return [
                 helper.make_node(
                     "MatMul",
-                    [x, f"{p}.{name}.weight"],
+                    [x, f"{w}.weight"],
                     [f"{out}_mm"],
                     name=f"{s}/{scope}/{name}/MatMul",
                 ),
                 helper.make_node(
-                    "Add", [f"{out}_mm", f"{p}.{name}.bias"], [out], name=f"{s}/{scope}/{name}/Add"
+                    "Add", [f"{out}_mm", f"{w}.bias"], [out], name=f"{s}/{scope}/{name}/Add"
                 ),
             ]
 
