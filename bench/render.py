@@ -16,6 +16,9 @@ structure is what is measured, and nothing here reads a weight.
 
 from __future__ import annotations
 
+import argparse
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -151,3 +154,110 @@ def generate(name: str, nodes: int, scoped: bool) -> tuple[Path, float]:
     if not path.exists():
         onnx.save(transformer(nodes, scoped), path)
     return path, time.perf_counter() - start
+
+
+FIRST_VIEW = """
+import onnx_explorer
+from onnx_explorer.views.dot import build_dot
+from onnx_explorer.views.render import svg_from_result
+"""
+FIRST_VIEW_STMT = """
+model = onnx_explorer.load(PATH)
+result = build_dot(model.graph, model)
+svg = svg_from_result(result, timeout=120)
+"""
+FIRST_VIEW_POST = """
+report["drawn"] = result.drawn
+report["nodes"] = len(model.graph.nodes)
+report["notes"] = list(result.notes)
+"""
+
+
+def plain_dot(model: onnx.ModelProto) -> str:
+    """What net_drawer-style tools hand to dot: every operator and every value, at once."""
+    lines = ["digraph G {", "rankdir=TB;"]
+    values: dict[str, str] = {}
+
+    def value_id(name: str) -> str:
+        if name not in values:
+            values[name] = f"v{len(values)}"
+            lines.append(f'{values[name]} [shape=ellipse label="{len(values)}"];')
+        return values[name]
+
+    for i, node in enumerate(model.graph.node):
+        lines.append(f'n{i} [shape=box label="{node.op_type}"];')
+        for name in node.input:
+            if name:
+                lines.append(f"{value_id(name)} -> n{i};")
+        for name in node.output:
+            lines.append(f"n{i} -> {value_id(name)};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def time_plain(path: Path, limit: float) -> str:
+    model = onnx.load(path, load_external_data=False)
+    source = plain_dot(model)
+    start = time.perf_counter()
+    try:
+        subprocess.run(
+            ["dot", "-Tsvg", "-o", "/dev/null"],
+            input=source.encode(),
+            timeout=limit,
+            check=True,
+            capture_output=True,
+        )
+    except subprocess.TimeoutExpired:
+        return f"> {limit:.0f} s (killed)"
+    return f"{time.perf_counter() - start:.2f} s"
+
+
+def main() -> None:
+    sys.path.insert(0, str(HERE))
+    from _common import (
+        machine_description,
+        markdown_table,
+        run_python,
+        timed_child,
+        today,
+        write_result,
+    )
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--limit", type=float, default=60.0)
+    args = parser.parse_args()
+    cases = [("scoped_2k", 2_000, True)]
+    if not args.quick:
+        cases += [("scoped_20k", 20_000, True), ("scoped_100k", 100_000, True),
+                  ("unscoped_20k", 20_000, False)]  # fmt: skip
+    rows = []
+    for name, nodes, scoped in cases:
+        path, _ = generate(name, nodes, scoped)
+        code = timed_child(FIRST_VIEW, FIRST_VIEW_STMT.replace("PATH", repr(str(path))),
+                           FIRST_VIEW_POST)  # fmt: skip
+        runs = [run_python(code) for _ in range(3)]
+        first = sorted(r.seconds for r in runs)[1]
+        report = runs[0].report
+        plain = time_plain(path, args.limit)
+        rows.append([
+            f"{name} ({report['nodes']:,} nodes)", f"{first:.2f} s", f"{report['drawn']:,}",
+            plain, "; ".join(report["notes"])[:120],
+        ])  # fmt: skip
+        print(rows[-1], flush=True)
+    table = markdown_table(
+        ["model", "first view (load + layout + dot)", "drawn", "plain dot of everything", "notes"],
+        rows, align="lrrrl",
+    )  # fmt: skip
+    text = (
+        f"# First view of large graphs\n\n{today()}, {machine_description()}\n\n{table}\n\n"
+        "First view: median of 3 fresh processes, measured inside the process around "
+        "`load` + `build_dot` + `dot -Tsvg`. Plain: every operator and value handed to "
+        f"`dot` at once (net_drawer style), killed after {args.limit:.0f} s.\n"
+    )
+    print(text)
+    write_result("render", text)
+
+
+if __name__ == "__main__":
+    main()
