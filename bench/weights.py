@@ -1,0 +1,132 @@
+"""Weight statistics at size: streaming stats/histogram against numpy on an in-memory array.
+
+Writes one float32 tensor of about 1 GB as external data under bench/_models/, then, each
+in a fresh process (time measured inside the child, peak RSS from the parent):
+
+* ``tensor.stats()`` and ``tensor.histogram()`` (streamed from the memory-mapped file);
+* numpy reductions (min, max, mean, std, NaN count) and ``numpy.histogram`` on the same
+  values already in memory — the reference; only the computation is timed;
+* the whole-model ``weights_report`` over the ~4 GB model of ``bench/open.py`` (generated
+  by ``python bench/open.py`` if missing).
+
+"Extra memory" is the child's peak RSS minus its RSS just before the timed call.
+
+    .venv/bin/python bench/weights.py
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (
+    MODELS_DIR,
+    fmt_bytes,
+    fmt_ratio,
+    fmt_seconds,
+    machine_description,
+    markdown_table,
+    run_python,
+    timed_child,
+    today,
+    write_result,
+)
+
+ELEMENTS = 256 * 1024 * 1024  # float32: 1 GiB
+DIR = MODELS_DIR / "weights_1gb"
+MODEL = DIR / "model.onnx"
+DATA = DIR / "weights.bin"
+BIG = MODELS_DIR / "external_4gb.onnx"
+
+GENERATE = f"""
+import numpy as np, onnx
+from onnx import TensorProto, helper
+from pathlib import Path
+d = Path({str(DIR)!r}); d.mkdir(parents=True, exist_ok=True)
+rng = np.random.default_rng(0)
+with open(d / "weights.bin.tmp", "wb") as fh:
+    for _ in range({ELEMENTS} // (1 << 24)):
+        (rng.standard_normal(1 << 24, dtype=np.float32) * 0.02).tofile(fh)
+(d / "weights.bin.tmp").rename(d / "weights.bin")
+t = TensorProto(name="big.weight", data_type=TensorProto.FLOAT, dims=[{ELEMENTS} // 4096, 4096])
+t.data_location = TensorProto.EXTERNAL
+for k, v in (("location", "weights.bin"), ("offset", "0"), ("length", str({ELEMENTS * 4}))):
+    e = t.external_data.add(); e.key, e.value = k, v
+g = helper.make_graph([helper.make_node("Identity", ["big.weight"], ["y"])], "g", [], [
+    helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [t])
+onnx.save(helper.make_model(g), d / "model.onnx")
+"""
+
+RSS = "import resource\n_rss = lambda: int(open('/proc/self/statm').read().split()[1]) * 4096\n"
+OURS_SETUP = (
+    RSS + f"import onnx_explorer\nt = onnx_explorer.load({str(MODEL)!r}).graph.initializers"
+    "['big.weight']\nbefore = _rss()"
+)
+NUMPY_SETUP = (
+    RSS + f"import numpy as np\na = np.fromfile({str(DATA)!r}, dtype=np.float32)\nbefore = _rss()"
+)
+POST = "import resource as _r\nreport['before'] = before\n"
+
+CASES = [
+    ("statistics", "onnx_explorer `tensor.stats()` (streamed)", OURS_SETUP, "s = t.stats()"),
+    ("statistics", "numpy min/max/mean/std/isnan, in memory", NUMPY_SETUP,
+     "s = (a.min(), a.max(), a.mean(dtype=np.float64), a.std(dtype=np.float64), np.isnan(a).sum())"),
+    ("histogram", "onnx_explorer `tensor.histogram(bins=100)` (streamed)", OURS_SETUP,
+     "h = t.histogram(bins=100)"),
+    ("histogram", "`numpy.histogram(a, bins=100)`, in memory", NUMPY_SETUP,
+     "h = np.histogram(a, bins=100)"),
+]  # fmt: skip
+
+
+def main() -> None:
+    if not (MODEL.exists() and DATA.exists() and DATA.stat().st_size == ELEMENTS * 4):
+        print("writing the 1 GB tensor ...", flush=True)
+        run_python(GENERATE, timeout=1800)
+    subprocess.run(["cat", str(DATA)], stdout=subprocess.DEVNULL, check=True)  # warm the cache
+    rows, seconds = [], {}
+    for task, label, setup, stmt in CASES:
+        runs = [run_python(timed_child(setup, stmt, POST)) for _ in range(3)]
+        runs.sort(key=lambda r: r.seconds)
+        median = runs[1]
+        extra = max(r.max_rss - r.report["before"] for r in runs)
+        seconds[label] = median.seconds
+        rows.append([task, label, fmt_seconds(median.seconds),
+                     f"{ELEMENTS * 4 / median.seconds / 1e9:.2f} GB/s", fmt_bytes(extra)])  # fmt: skip
+        print(rows[-1], flush=True)
+    ratios = [
+        f"statistics throughput ÷ numpy: {fmt_ratio(seconds[CASES[1][1]] / seconds[CASES[0][1]])}",
+        f"histogram throughput ÷ numpy: {fmt_ratio(seconds[CASES[3][1]] / seconds[CASES[2][1]])}",
+    ]
+    report_line = "the ~4 GB model of bench/open.py is missing (run `python bench/open.py`)"
+    if BIG.exists():
+        code = timed_child(
+            OURS_SETUP.replace(str(MODEL), str(BIG)).split("\nt = ")[0]
+            + f"\nm = onnx_explorer.load({str(BIG)!r})\nbefore = _rss()",
+            "rows = m.weights_report(progress=False, as_list=True)",
+            POST + "report['rows'] = len(rows); report['errors'] = sum(1 for r in rows if r['error'])"
+            "\nreport['bytes'] = sum(r['bytes'] for r in rows)",
+        )  # fmt: skip
+        run = run_python(code, timeout=3600)
+        report_line = (
+            f"whole-model `weights_report` over {BIG.name} ({fmt_bytes(run.report['bytes'])}, "
+            f"{run.report['rows']} tensors, {run.report['errors']} errors): "
+            f"{fmt_seconds(run.seconds)} ({run.report['bytes'] / run.seconds / 1e9:.2f} GB/s), "
+            f"peak RSS {fmt_bytes(run.max_rss)}, extra memory "
+            f"{fmt_bytes(run.max_rss - run.report['before'])}"
+        )
+    table = markdown_table(["task", "how", "time", "throughput", "extra memory"], rows,
+                           align="llrrr")  # fmt: skip
+    text = (
+        f"# Weight statistics at size\n\n{today()}, {machine_description()}\n\n"
+        f"One float32 tensor of {fmt_bytes(ELEMENTS * 4)} in an external data file (page cache "
+        "warm); median of 3 fresh processes.\n\n"
+        f"{table}\n\n- " + "\n- ".join(ratios) + f"\n- {report_line}\n"
+    )
+    print(text)
+    write_result("weights", text)
+
+
+if __name__ == "__main__":
+    main()
