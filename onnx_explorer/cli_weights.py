@@ -27,6 +27,11 @@ def _number(value: Any) -> Any:
     return value
 
 
+def _terminal_safe(text: str) -> str:
+    """Names come from the file: show control characters (terminal escape sequences) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
@@ -34,7 +39,7 @@ def _cell(value: Any) -> str:
         return f"{value:.4g}"
     if isinstance(value, tuple):
         return "×".join(str(d) for d in value) or "scalar"
-    return str(value)
+    return _terminal_safe(str(value))
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -46,7 +51,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
         for column, width in columns:
             text = human_bytes(row["bytes"]) if column == "bytes" else _cell(row.get(column))
             if column == "flags" and row.get("error"):
-                text = "ERROR: " + str(row["error"])
+                text = "ERROR: " + _terminal_safe(str(row["error"]))
                 cells.append(text)
                 continue
             if len(text) > width:
@@ -58,17 +63,24 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 def _cmd_weights(args: argparse.Namespace) -> int:
     from .readers import load
-    from .report import weights_report
+    from .report import sort_rows, weights_report
 
+    if args.top is not None and args.top < 0:
+        raise ValueError(f"--top must not be negative, not {args.top}")
+    if args.sort:
+        sort_rows([], args.sort)  # a bad key fails before any tensor is read
     model = load(args.path, external_data_dir=args.external_data_dir)
-    rows = weights_report(
-        model,
-        progress=not args.json and sys.stderr.isatty(),
-        sort=args.sort,
-        dequantize=args.dequantize,
-        as_list=True,
-    )
-    if args.top:
+    try:
+        rows = weights_report(
+            model,
+            progress=not args.json and sys.stderr.isatty(),
+            sort=args.sort,
+            dequantize=args.dequantize,
+            as_list=True,
+        )
+    finally:
+        model.close()
+    if args.top is not None:
         rows = rows[: args.top]
     if args.json:
         out = [{key: _number(row.get(key)) for key in JSON_KEYS} for row in rows]

@@ -72,3 +72,45 @@ def test_bad_file_is_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "onnx_explorer.cli", "weights", str(path)],
                           capture_output=True, text=True, check=False)  # fmt: skip
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
+
+
+def _hostile_model(tmp_path):
+    from onnx import TensorProto, helper
+
+    name = "w\x1b[2J\x07"  # a terminal escape sequence and a bell in a tensor name
+    weight = numpy_helper.from_array(np.arange(6, dtype=np.int8).reshape(2, 3), name)
+    scale = numpy_helper.from_array(np.array(0.5, np.float32), "scale")
+    node = helper.make_node("DequantizeLinear", [name, "scale"], ["y"])
+    graph = helper.make_graph(
+        [node], "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [weight, scale],
+    )  # fmt: skip
+    path = tmp_path / "hostile.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
+    return path
+
+
+def test_control_characters_in_names_are_escaped_in_text(tmp_path, capsys):
+    assert main(["weights", str(_hostile_model(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "w\\x1b[2J\\x07" in out
+
+
+def test_dequantize_option(tmp_path, capsys):
+    path = _hostile_model(tmp_path)
+    assert main(["weights", str(path), "--json"]) == 0
+    raw = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert main(["weights", str(path), "--json", "--dequantize"]) == 0
+    real = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    name = "w\x1b[2J\x07"
+    assert raw[name]["max"] == 5 and real[name]["max"] == 2.5
+    assert real[name]["quantization"].startswith("per-tensor")
+
+
+def test_bad_sort_key_is_one_line_before_reading(tmp_path, capsys):
+    path = tmp_path / "m.onnx"
+    onnx.save(mlp(), path)
+    assert main(["weights", str(path), "--sort", "colour"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot sort by 'colour'" in err[0]
