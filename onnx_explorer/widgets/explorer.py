@@ -166,7 +166,7 @@ class Explorer(widgets.VBox):
             graph = parent.graph if parent is not None else None
             if parent is not None:
                 chain.append((parent.name, ""))
-        crumbs.append(widgets.HTML(h.STYLE + h.title(name) + "&nbsp;›&nbsp;"))
+        crumbs.append(widgets.HTML(h.STYLE + f"<b>{h.esc(name)}</b>&nbsp;›"))
         for label, path in reversed(chain):
             if path and path != self.graph_path:
                 button = widgets.Button(
