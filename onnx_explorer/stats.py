@@ -269,7 +269,8 @@ class _Summary:
         self._sample(f, start, size)
         block_mean = float(f.sum()) / n
         f -= block_mean
-        block_m2 = float(np.dot(f, f))
+        # Not np.dot: BLAS threads on small blocks stall badly when the cores are busy.
+        block_m2 = float(np.square(f, out=f).sum())
         # Chan et al.: merge (n, mean, M2) of two parts without cancellation.
         total = self.n + n
         delta = block_mean - self.mean
