@@ -332,3 +332,23 @@ def test_quantized_weight_shows_dequantized_statistics(tmp_path):
     assert ">-100<" in panel.details.value and ">127<" in panel.details.value
     panel.listing.value = "s"  # a float tensor: no toggle
     assert panel.dequantize_box.layout.display == "none"
+
+
+@pytest.mark.graphviz
+def test_saved_notebook_without_kernel_shows_the_static_fallback():
+    # What `jupyter nbconvert --to html` (and nbviewer) do with a saved notebook: with no
+    # widget state, the widget view is skipped and the HTML fallback is shown.
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    bundle = ox.explore(hostile())._repr_mimebundle_()
+    bundle.pop("text/plain", None)
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("onnx_explorer.explore(model)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=bundle)]
+    nb.cells = [cell]
+    page, _ = HTMLExporter().from_notebook_node(nb)
+    assert "Static view: run the notebook" in page
+    assert "<svg" in page
+    assert "<script>alert('x')</script>" not in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page or "&lt;script&gt;" in page

@@ -77,8 +77,8 @@ def test_hostile_names_reach_the_svg_only_as_text():
             )
             assert name in SVG_ATTRIBUTES, attribute
             if name == "id":
-                assert (
-                    (value[:1] in "nscioxe" and value[1:].isdigit()) or value.startswith("graph")
+                assert (value[:1] in "nscioxe" and value[1:].isdigit()) or value.startswith(
+                    "graph"
                 ), value
             assert "<" not in value and "javascript:" not in value.lower()
         texts.append(element.text or "")
