@@ -43,7 +43,7 @@ from ..external_data import DataFiles
 from ..model import Attribute, Dim, Function, Graph, Model, Node, ValueInfo
 from ..tensors import FileRange, MemoryBytes, Tensor, TensorLocation, TensorSource
 from . import graphdef_proto as pb
-from .protowire import MARKER_LENGTH, FileBuffer, Schema, Stripped, strip_payloads
+from .protowire import MARKER_LENGTH, Schema, Stripped, strip_file, strip_payloads
 from .sniff import graphdef_encoding
 
 #: Deepest message nesting accepted in text format (binary parsing stops at 100 too).
@@ -58,7 +58,6 @@ INPUT_OPS = frozenset({"Placeholder", "PlaceholderWithDefault"})
 #: Largest array ``numpy()`` builds from a partial fill (a splat is a free broadcast view).
 MAX_FILL_BYTES = 1 << 30
 _DENSE_PORTS = 1024  # above this a node lists only the ports it is read from
-_READ_WHOLE = 32 << 20  # binary files up to this size are read whole before the walk
 
 # -- element types -----------------------------------------------------------------
 _QUANTIZED = {11: "qint8", 12: "quint8", 13: "qint32", 15: "qint16", 16: "quint16"}
@@ -771,19 +770,7 @@ def read_graphdef_file(path: Path) -> Model:
     files = DataFiles()
     model_file = files.get(Path(os.path.realpath(path)))
     size = model_file.size
-    # Walk by pread, not through the map (as the ONNX reader does): touched map pages
-    # count in RSS, and large page-cache folios make one header byte cost hundreds of KB.
-    try:
-        fd = os.open(model_file.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        raise ModelFormatError(f"{what} cannot be read: {exc.strerror}") from None
-    try:
-        source: Any = FileBuffer(fd, size)
-        if size <= _READ_WHOLE:
-            source = source[0:size]  # small files: one read, then a faster walk
-        stripped = _strip(source, what)
-    finally:
-        os.close(fd)
+    stripped = strip_file(model_file.path, size, lambda source: _strip(source, what), what)
     proto = parse_binary(stripped.data, what)
     ctx = _Context("embedded", stripped, model_file)
     return model_from_graphdef(proto, name=path.stem, path=path, ctx=ctx, data_files=files)

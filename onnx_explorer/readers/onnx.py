@@ -30,7 +30,7 @@ from ..tensors import (
     TensorLocation,
     TensorSource,
 )
-from .protowire import ONNX_MODEL_SCHEMA, FileBuffer, Stripped, strip_payloads
+from .protowire import ONNX_MODEL_SCHEMA, Stripped, strip_file, strip_payloads
 
 # TensorProto.DataType → our dtype names.
 _DTYPE_NAMES = {
@@ -41,7 +41,6 @@ _DTYPE_NAMES = {
     23: "float4_e2m1fn", 24: "float8_e8m0fnu", 25: "uint2", 26: "int2",
     27: "float6_e2m3fn", 28: "float6_e3m2fn",
 }  # fmt: skip
-_READ_WHOLE = 32 << 20  # model files up to this size are read whole before the walk
 UNDEFINED = DType("undefined", np.dtype(object), 0, is_numeric=False)
 _ATTR_KINDS = {v: k for k, v in onnx.AttributeProto.AttributeType.items()}
 
@@ -352,22 +351,15 @@ def read_onnx_file(path: Path, external_data_dir: Path | None = None) -> Model:
     size = model_file.size
     if size == 0:
         raise ModelFormatError(f"{str(path)!r} is empty")
-    # Walk by pread, not through the map: every touched page of a map counts in RSS, and
-    # with large page-cache folios one header byte can bring in hundreds of KB. Small files
-    # are read whole, which walks faster.
-    try:
-        fd = os.open(model_file.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        raise ModelFormatError(f"{str(path)!r} cannot be read: {exc.strerror}") from None
-    try:
-        source: Any = FileBuffer(fd, size)
-        if size <= _READ_WHOLE:
-            source = source[0:size]
-        stripped = strip_payloads(source, ONNX_MODEL_SCHEMA)
-    except ModelFormatError as exc:
-        raise ModelFormatError(f"{str(path)!r} is not a valid ONNX model: {exc}") from None
-    finally:
-        os.close(fd)
+    what = repr(str(path))
+
+    def strip(source: Any) -> Stripped:
+        try:
+            return strip_payloads(source, ONNX_MODEL_SCHEMA)
+        except ModelFormatError as exc:
+            raise ModelFormatError(f"{what} is not a valid ONNX model: {exc}") from None
+
+    stripped = strip_file(model_file.path, size, strip, what)
     proto = _parse(stripped.data, repr(str(path)))
     base_dir = Path(external_data_dir) if external_data_dir is not None else path.parent
     return model_from_proto(
