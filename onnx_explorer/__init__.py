@@ -13,6 +13,7 @@ from .errors import (
 )
 from .model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueInfo
 from .readers import load
+from .stats import Histogram, TensorStats
 from .tensors import Tensor, TensorLocation
 
 __version__ = "0.1.0"
@@ -24,6 +25,7 @@ __all__ = [
     "Function",
     "Graph",
     "GraphvizNotFoundError",
+    "Histogram",
     "Model",
     "ModelFormatError",
     "Node",
@@ -32,6 +34,7 @@ __all__ = [
     "Tensor",
     "TensorDataError",
     "TensorLocation",
+    "TensorStats",
     "UnsafePathError",
     "ValueInfo",
     "__version__",

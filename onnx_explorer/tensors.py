@@ -23,7 +23,7 @@ from .external_data import DataFile, DataFiles, ExternalRef, parse_size_field, r
 if TYPE_CHECKING:
     from .stats import Dequantizer, Histogram, TensorStats
 
-#: Elements decoded per chunk when streaming (16 Mi elements: 64 MB of float32 at most).
+#: Elements decoded per chunk when streaming (4 Mi elements: 16 MB of float32).
 CHUNK_ELEMENTS = 1 << 22
 
 

@@ -438,3 +438,35 @@ def test_model_is_read_only(mlp_path):
     model.graph.initializers["/layer1/W"].numpy()
     model.close()
     assert mlp_path.read_bytes() == before
+
+
+@pytest.mark.parametrize("ir_version", range(3, 12))
+def test_ir_versions_3_to_11(tmp_path, ir_version):
+    opset = {3: 8, 4: 9, 5: 10, 6: 11, 7: 13, 8: 15, 9: 19, 10: 21, 11: 23}[ir_version]
+    model = mlp()
+    model.ir_version = ir_version
+    del model.opset_import[:]
+    model.opset_import.append(helper.make_opsetid("", opset))
+    if ir_version < 4:  # IR 3 lists initializers among the inputs
+        for init in model.graph.initializer:
+            model.graph.input.append(
+                helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
+            )
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    loaded = ox.load(path)
+    assert loaded.ir_version == ir_version and loaded.opset_imports == {"": opset}
+    assert [v.name for v in loaded.graph.inputs] == ["x"]
+    assert loaded.graph.initializers["/layer1/b"].numpy().tolist() == list(range(8))
+
+
+def test_opset_1_model():
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "old",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 1)])
+    model.ir_version = 3
+    loaded = ox.load(model.SerializeToString())
+    assert loaded.opset_imports == {"": 1} and loaded.graph.op_counts() == {"Relu": 1}

@@ -262,3 +262,19 @@ def test_render_command(tmp_path, capsys):
     )
     assert "Add" in (tmp_path / "f.dot").read_text()
     assert main(["render", str(path), "-o", str(tmp_path / "x.dot"), "--focus", "nope"]) == 1
+
+
+@pytest.mark.graphviz
+def test_every_test_model_renders_every_graph():
+    from builders import hostile
+    from test_model import LOCAL_FUNCTION_MODEL
+
+    from onnx_explorer.samples import tiny_cnn
+
+    protos = [mlp(), mlp(with_names=False), nested_if(4), hostile(), tiny_cnn(),
+              tiny_transformer(layers=2), onnx.parser.parse_model(LOCAL_FUNCTION_MODEL)]  # fmt: skip
+    for proto in protos:
+        model = ox.load(proto)
+        for graph in model.graphs():
+            svg = graph.render_svg()
+            assert svg.startswith("<svg"), graph.path

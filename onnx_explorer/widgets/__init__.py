@@ -1,0 +1,1 @@
+"""The notebook widgets: the explorer, its panels and the graph view (ipywidgets + anywidget)."""
