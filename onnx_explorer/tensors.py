@@ -263,7 +263,7 @@ class ArraySource(TensorSource):
 class Tensor:
     """A named n-dimensional array whose bytes are read only when asked for."""
 
-    __slots__ = ("_cached", "_source", "doc_string", "dtype_info", "name", "shape")
+    __slots__ = ("_cached", "_size", "_source", "doc_string", "dtype_info", "name", "shape")
 
     def __init__(
         self,
@@ -279,6 +279,7 @@ class Tensor:
         self.doc_string = doc_string
         self._source = source
         self._cached: np.ndarray | None = None
+        self._size: int | None = None
 
     # -- known without IO -------------------------------------------------------
     @property
@@ -292,7 +293,9 @@ class Tensor:
     @property
     def size(self) -> int:
         """Number of elements (a Python int: huge declared shapes do not overflow)."""
-        return math.prod(self.shape)
+        if self._size is None:
+            self._size = math.prod(self.shape)
+        return self._size
 
     @property
     def nbytes(self) -> int:
