@@ -9,11 +9,12 @@ import traitlets
 
 from ..model import Graph
 from ..views.tables import NodeIndex, SearchError
+from .picking import QuietPicking
 
 PAGE_SIZE = 200
 
 
-class NodeList(widgets.VBox):
+class NodeList(QuietPicking, widgets.VBox):
     """Search nodes by name, op type or regular expression; filter by op type and domain.
 
     Only one page of results is sent to the browser, so 100,000-node graphs stay fast.
@@ -57,7 +58,6 @@ class NodeList(widgets.VBox):
         self.results.add_class("oxe-node-results")
         self._matches: list[int] = []
         self._page = 0
-        self._updating = False
         self.search_box.observe(self._on_query, "value")
         self.regex_box.observe(self._on_query, "value")
         self.op_filter.observe(self._on_query, "value")
@@ -71,8 +71,7 @@ class NodeList(widgets.VBox):
     def set_graph(self, graph: Graph) -> None:
         """Show another graph's nodes; keeps the search text."""
         self.index = NodeIndex(graph)
-        self._updating = True
-        try:
+        with self.quietly():
             self.op_filter.options = [(f"all ({len(self.index):,})", "")] + [
                 (f"{op} ({n:,})", op) for op, n in self.index.op_counts.items()
             ]
@@ -81,8 +80,6 @@ class NodeList(widgets.VBox):
                 (f"{d} ({n:,})", d) for d, n in self.index.domain_counts.items()
             ]
             self.domain_filter.value = ""
-        finally:
-            self._updating = False
         self.refresh()
 
     @property
@@ -134,22 +131,15 @@ class NodeList(widgets.VBox):
             return 0
 
     def _set_options(self, options: list[tuple[str, str]]) -> None:
-        self._updating = True
-        try:
+        with self.quietly():
             self.results.options = options
             values = {v for _, v in options}
             self.results.value = self.selected if self.selected in values else None
-        finally:
-            self._updating = False
 
     def _on_query(self, _change: Any) -> None:
         if not self._updating:
             self._page = 0
             self.refresh()
-
-    def _on_pick(self, change: Any) -> None:
-        if not self._updating and change["new"] is not None:
-            self.selected = change["new"]
 
     @traitlets.observe("selected")
     def _on_selected(self, change: Any) -> None:
@@ -159,9 +149,5 @@ class NodeList(widgets.VBox):
         page = self._page_of(name)
         if page != self._page:
             self.show_page(page)
-        elif self.results.value != name and name in {v for _, v in self.results.options}:
-            self._updating = True
-            try:
-                self.results.value = name
-            finally:
-                self._updating = False
+        else:
+            self.show_picked(self.results, name)

@@ -20,6 +20,7 @@ from ..tensors import Tensor
 from ..views.tables import TensorRow, sort_rows, tensor_rows
 from ..views.text import preview_values, shape_text
 from . import html as h
+from .picking import QuietPicking
 
 LIST_LIMIT = 500  # rows sent to the browser at once; the filter box narrows the rest
 PROGRESS_MIN_BYTES = 16 << 20  # show a progress bar for tensors larger than this
@@ -40,7 +41,7 @@ _QUANTIZED_DTYPES = {
 }
 
 
-class TensorPanel(widgets.VBox):
+class TensorPanel(QuietPicking, widgets.VBox):
     """Initializers and Constant values of the current graph: sortable, filterable, inspectable.
 
     ``selected`` holds the name of the tensor shown; ``layout_note(tensor)`` may add a remark
@@ -82,7 +83,6 @@ class TensorPanel(widgets.VBox):
         self.details.add_class("oxe-tensor-details")
         self.plot.add_class("oxe-histogram")
         self._extra: dict[str, Tensor] = {}
-        self._updating = False
         self.sort_by.observe(lambda _c: self.refresh(), "value")
         self.filter_box.observe(lambda _c: self.refresh(), "value")
         self.listing.observe(self._on_pick, "value")
@@ -108,13 +108,10 @@ class TensorPanel(widgets.VBox):
         rows = [r for r in self.rows if needle in r.name.lower()] if needle else self.rows
         rows = sort_rows(rows, self.sort_by.value)
         shown = rows[:LIST_LIMIT]
-        self._updating = True
-        try:
+        with self.quietly():
             self.listing.options = [(self._label(r), r.name) for r in shown]
             names = {r.name for r in shown}
             self.listing.value = self.selected if self.selected in names else None
-        finally:
-            self._updating = False
         total_bytes = sum(r.nbytes for r in rows)
         more = f" (first {LIST_LIMIT} shown; filter to narrow)" if len(rows) > LIST_LIMIT else ""
         self.count.value = f"{len(rows):,} tensors, {human_bytes(total_bytes)}{more}"
@@ -138,21 +135,12 @@ class TensorPanel(widgets.VBox):
         if self.selected is not None:
             self._show(self.tensor(self.selected))
 
-    def _on_pick(self, change: Any) -> None:
-        if not self._updating and change["new"] is not None:
-            self.selected = change["new"]
-
     @traitlets.observe("selected")
     def _on_selected(self, change: Any) -> None:
         name = change["new"]
         if name is None:
             return
-        if self.listing.value != name and name in {v for _, v in self.listing.options}:
-            self._updating = True
-            try:
-                self.listing.value = name
-            finally:
-                self._updating = False
+        self.show_picked(self.listing, name)
         try:
             tensor = self.tensor(name)
         except KeyError as exc:
