@@ -352,3 +352,22 @@ def test_saved_notebook_without_kernel_shows_the_static_fallback():
     assert "<svg" in page
     assert "<script>alert('x')</script>" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page or "&lt;script&gt;" in page
+
+
+@pytest.mark.parametrize("name", ["cnn_frozen.pb", "cnn_frozen.pbtxt", "functions.pb"])
+def test_graphdef_files_in_the_explorer(name):
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "graphdef" / name
+    ex = ox.explore(path)
+    assert ex.model.format == "graphdef"
+    assert not ex.graph_view.error and ex.graph_view.svg.startswith("<svg")
+    rows = [value for _, value in ex.tensor_panel.listing.options]
+    assert rows
+    ex.tensor_panel.listing.value = rows[0]
+    assert "cannot read" not in ex.tensor_panel.details.value
+    if name.startswith("cnn"):
+        ex.tensor_panel.listing.value = "conv1/Conv2D/ReadVariableOp/resource"
+        assert "HWIO" in ex.tensor_panel.details.value
+        ex.select("conv1/Conv2D")
+        assert "Conv2D" in _text(ex.attribute_panel)

@@ -114,8 +114,8 @@ class GraphView(anywidget.AnyWidget):
                 max_nodes=self.max_nodes,
                 edge_labels=self.edge_labels,
             )
-        except (ExplorerError, KeyError, ValueError) as exc:
-            self._show_error(f"cannot build the view: {exc}")
+        except Exception as exc:  # the drawing must never take the rest of the explorer down
+            self._show_error(f"cannot build the view: {type(exc).__name__}: {exc}")
             return
         try:
             svg = svg_from_result(self.result)
