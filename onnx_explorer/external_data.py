@@ -100,7 +100,9 @@ def resolve_location(base_dir: Path, location: str, tensor: str) -> Path:
         candidate = base / normalized
         if candidate.is_symlink():
             raise UnsafePathError(
-                f"tensor {tensor!r}: external data file {location!r} is a symlink"
+                f"tensor {tensor!r}: external data file {location!r} is a symlink (refused: it "
+                "could point anywhere); copy the real file there, or pass external_data_dir= "
+                "naming the directory that holds it"
             )
         real = Path(os.path.realpath(candidate))
     except OSError as exc:
@@ -127,7 +129,8 @@ class DataFile:
         self._size: int | None = None
         self._sha1: str | None = None
 
-    def _open(self) -> None:
+    def _checked_fd(self) -> int:
+        """An open descriptor on the data file, refused unless it is a regular file."""
         try:
             # O_NONBLOCK: opening a FIFO must not hang; O_NOFOLLOW: no last-moment symlink swap.
             flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -138,12 +141,16 @@ class DataFile:
             raise ExternalDataError(
                 f"data file {str(self.path)!r} cannot be opened: {exc.strerror}"
             ) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UnsafePathError(f"data file {str(self.path)!r} is not a regular file")
+        return fd
+
+    def _open(self) -> None:
+        fd = self._checked_fd()
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise UnsafePathError(f"data file {str(self.path)!r} is not a regular file")
-            self._size = st.st_size
-            self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else None
+            self._size = os.fstat(fd).st_size
+            self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self._size else None
         finally:
             os.close(fd)
 
@@ -170,9 +177,18 @@ class DataFile:
         """SHA1 of the whole file, read in chunks (not through the map, to keep RSS low)."""
         if self._sha1 is None:
             digest = hashlib.sha1()
-            with open(self.path, "rb") as fh:
-                while chunk := fh.read(_CHECKSUM_CHUNK):
-                    digest.update(chunk)
+            fd = self._checked_fd()  # the same checks as reading: no FIFO, device or symlink
+            try:
+                os.set_blocking(fd, True)
+                with os.fdopen(fd, "rb", closefd=False) as fh:
+                    while chunk := fh.read(_CHECKSUM_CHUNK):
+                        digest.update(chunk)
+            except OSError as exc:
+                raise ExternalDataError(
+                    f"data file {str(self.path)!r} cannot be read: {exc.strerror}"
+                ) from None
+            finally:
+                os.close(fd)
             self._sha1 = digest.hexdigest()
         return self._sha1
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -181,6 +182,7 @@ class Graph:
             node.graph = self
             self._by_name[node.name] = node
         self._producers: dict[str, Node] | None = None
+        self._constants: dict[str, Tensor] | None = None
         self._consumers: dict[str, list[Node]] | None = None
 
     def __repr__(self) -> str:
@@ -277,15 +279,55 @@ class Graph:
         return path
 
     def constants(self) -> dict[str, Tensor]:
-        """Output name → value of Constant nodes (many exporters keep all weights there)."""
-        found: dict[str, Tensor] = {}
-        for node in self.nodes:
-            if node.op_type == "Constant" and node.outputs:
-                for attr in ("value", "sparse_value"):
-                    if attr in node.attributes:
-                        value = node.attributes[attr].value
-                        found[node.outputs[0]] = value.values if attr == "sparse_value" else value
-        return found
+        """Output name → value of Constant nodes (many exporters keep all weights there).
+
+        Covers ``value`` and ``sparse_value`` and the list forms ``value_float(s)``,
+        ``value_int(s)`` and ``value_string(s)``; computed once per graph.
+        """
+        if self._constants is None:
+            found: dict[str, Tensor] = {}
+            for node in self.nodes:
+                if node.op_type == "Constant" and node.outputs:
+                    value = _constant_value(node)
+                    if value is not None:
+                        found[node.outputs[0]] = value
+            self._constants = found
+        return self._constants
+
+
+# Constant's list-valued attributes: (dtype name, numpy dtype, is a list).
+_CONSTANT_LISTS = {
+    "value_float": ("float32", "float32", False),
+    "value_floats": ("float32", "float32", True),
+    "value_int": ("int64", "int64", False),
+    "value_ints": ("int64", "int64", True),
+    "value_string": ("string", "object", False),
+    "value_strings": ("string", "object", True),
+}
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _constant_value(node: Node) -> Tensor | None:
+    attrs = node.attributes
+    if "value" in attrs and isinstance(attrs["value"].value, Tensor):
+        return attrs["value"].value  # type: ignore[no-any-return]
+    if "sparse_value" in attrs and isinstance(attrs["sparse_value"].value, SparseTensor):
+        return attrs["sparse_value"].value.values  # type: ignore[no-any-return]
+    for key, (dtype_name, np_dtype, is_list) in _CONSTANT_LISTS.items():
+        if key in attrs:
+            import numpy as np
+
+            from .dtypes import dtype
+            from .tensors import ArraySource, TensorLocation
+
+            values = attrs[key].value
+            array = np.array(list(values) if is_list else values, dtype=np_dtype)
+            source = ArraySource(partial(_same, array), TensorLocation("typed"))
+            return Tensor(node.outputs[0], dtype(dtype_name), array.shape, source)
+    return None
 
 
 @dataclass(frozen=True)
@@ -405,7 +447,11 @@ class Model:
                 yield WeightRef(graph, tensor, "initializer")
             for sparse in graph.sparse_initializers.values():
                 yield WeightRef(graph, sparse.values, "sparse_initializer")
+            constants = graph.constants()
             for node in graph.nodes:
+                if node.op_type == "Constant" and node.outputs and node.outputs[0] in constants:
+                    yield WeightRef(graph, constants[node.outputs[0]], "constant", node)
+                    continue
                 for _, tensor in node.tensors():
                     if id(tensor) in seen:
                         continue

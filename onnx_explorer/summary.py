@@ -57,6 +57,7 @@ def summarize(model: Model) -> dict[str, Any]:
         "inputs": [_value(v) for v in model.graph.inputs],
         "outputs": [_value(v) for v in model.graph.outputs],
         "initializers": sum(len(g.initializers) for g in graphs),
+        "tensors": sum(row["tensors"] for row in by_dtype.values()),
         "parameters": parameters,
         "weight_bytes": weight_bytes,
         "weights_by_dtype": dict(sorted(by_dtype.items())),
@@ -109,8 +110,8 @@ def format_summary(info: dict[str, Any]) -> str:
     if info["functions"]:
         lines.append(f"functions    {', '.join(info['functions'])}")
     lines.append(
-        f"weights      {info['initializers']} initializers, {human_count(info['parameters'])} "
-        f"parameters, {human_bytes(info['weight_bytes'])}"
+        f"weights      {info['tensors']} tensors ({info['initializers']} initializers), "
+        f"{human_count(info['parameters'])} parameters, {human_bytes(info['weight_bytes'])}"
     )
     for name, row in info["weights_by_dtype"].items():
         lines.append(f"  {name:<12} {row['tensors']:>6} tensors {human_bytes(row['bytes']):>10}")

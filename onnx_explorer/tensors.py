@@ -235,7 +235,10 @@ class ExternalBytes(BytesSource):
     def verify_checksum(self, name: str) -> bool:
         if self.ref.checksum is None:
             raise ExternalDataError(f"tensor {name!r}: external data has no checksum to verify")
-        digest = self.data_file(name).sha1()
+        try:
+            digest = self.data_file(name).sha1()
+        except ExplorerError as exc:
+            raise type(exc)(f"tensor {name!r}: {exc}") from None
         return digest == self.ref.checksum.strip().lower()
 
 

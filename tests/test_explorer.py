@@ -371,3 +371,9 @@ def test_graphdef_files_in_the_explorer(name):
         assert "HWIO" in ex.tensor_panel.details.value
         ex.select("conv1/Conv2D")
         assert "Conv2D" in _text(ex.attribute_panel)
+
+
+def test_complex_values_are_previewed_whole():
+    from onnx_explorer.views.text import preview_values
+
+    assert preview_values(np.array([1 + 2j, 3 - 4j], np.complex64)) == "[1+2j, 3-4j]"

@@ -295,3 +295,24 @@ def test_model_file_is_never_written(tmp_path):
     model.close()
     after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in tmp_path.iterdir()}
     assert before == after
+
+
+def test_checksum_of_a_fifo_is_refused_without_blocking(tmp_path):
+    model, arrays = _model_with(
+        tmp_path, location="pipe.bin", offset="0", length="128", checksum="0" * 40
+    )
+    os.mkfifo(tmp_path / "pipe.bin")
+    with pytest.raises(ox.UnsafePathError, match=r"/layer1/W.*not a regular file"):
+        model.graph.initializers[HOSTILE].verify_checksum()
+    np.testing.assert_array_equal(
+        model.graph.initializers["/layer2/W"].numpy(), arrays["/layer2/W"]
+    )
+
+
+def test_checksum_of_a_symlink_is_refused(tmp_path):
+    model, _ = _model_with(
+        tmp_path, location="link.bin", offset="0", length="128", checksum="0" * 40
+    )
+    os.symlink(tmp_path / "weights.bin", tmp_path / "link.bin")
+    with pytest.raises(ox.UnsafePathError, match="symlink.*external_data_dir"):
+        model.graph.initializers[HOSTILE].verify_checksum()

@@ -470,3 +470,43 @@ def test_opset_1_model():
     model.ir_version = 3
     loaded = ox.load(model.SerializeToString())
     assert loaded.opset_imports == {"": 1} and loaded.graph.op_counts() == {"Relu": 1}
+
+
+def test_string_tensor_with_invalid_utf8(tmp_path):
+    tensor = helper.make_tensor("s", TensorProto.STRING, [2], [b"\xff\xfe", b"ok"])
+    loaded = _load_initializer(tmp_path, tensor)
+    assert list(loaded.numpy()) == ["\ufffd\ufffd", "ok"]
+
+
+def test_constants_in_every_form_are_weights():
+    graph = helper.make_graph(
+        [
+            helper.make_node("Constant", [], ["f"], value_floats=[1.0, 2.5]),
+            helper.make_node("Constant", [], ["i"], value_int=7),
+            helper.make_node("Constant", [], ["s"], value_strings=["a", "<b>"]),
+            helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(np.ones(3, np.float16))),
+            helper.make_node("Sum", ["f", "t"], ["y"]),
+        ],
+        "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )  # fmt: skip
+    model = ox.load(helper.make_model(graph))
+    constants = model.graph.constants()
+    assert constants["f"].numpy().tolist() == [1.0, 2.5] and constants["f"].dtype_name == "float32"
+    assert constants["i"].numpy().tolist() == 7 and constants["i"].shape == ()
+    assert constants["s"].numpy().tolist() == ["a", "<b>"]
+    assert constants["t"].dtype_name == "float16"
+    assert [(w.kind, w.tensor.name) for w in model.weights()] == [
+        ("constant", "f"),
+        ("constant", "i"),
+        ("constant", "s"),
+        ("constant", "t"),
+    ]
+
+
+def test_summary_counts_every_weight(tmp_path):
+    from onnx_explorer.summary import format_summary, summarize
+
+    model = ox.load(nested_if(2))
+    info = summarize(model)
+    assert info["tensors"] == 4 and info["initializers"] == 0
+    assert "4 tensors (0 initializers)" in format_summary(info)

@@ -117,6 +117,11 @@ class _ProtoRawBytes(BytesSource):
 
 def _typed_loader(tp: onnx.TensorProto) -> Callable[[], np.ndarray]:
     def load() -> np.ndarray:
+        if tp.data_type == onnx.TensorProto.STRING:
+            # Elements are arbitrary bytes; onnx decodes them strictly as UTF-8.
+            return np.array(
+                [bytes(v).decode("utf-8", "replace") for v in tp.string_data], dtype=object
+            ).reshape(tuple(tp.dims))
         return onnx.numpy_helper.to_array(tp)
 
     return load

@@ -74,6 +74,8 @@ def preview_values(array: np.ndarray, count: int = 12) -> str:
     flat = array.reshape(-1)[:count]
     if flat.dtype == object:
         items = [shorten(repr(v), 60) for v in flat]
+    elif flat.dtype.kind == "c":
+        items = [f"{v.real:.6g}{v.imag:+.6g}j" for v in flat]
     else:
         try:
             items = [f"{float(v):.6g}" for v in flat.astype(np.float64)]

@@ -87,7 +87,7 @@ class ModelPanel(widgets.VBox):
         meta += [
             ("nodes", f"{info['nodes']:,} in the main graph, {info['nodes_total']:,} in "
                       f"{info['graphs']} graph(s)"),
-            ("weights", f"{info['initializers']:,} initializers, "
+            ("weights", f"{info['tensors']:,} tensors ({info['initializers']:,} initializers), "
                         f"{human_count(info['parameters'])} parameters, "
                         f"{human_bytes(info['weight_bytes'])}"),
         ]  # fmt: skip
