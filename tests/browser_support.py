@@ -42,7 +42,6 @@ USER_SETTINGS = {
         "checkForUpdates": False,
     },
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
-        "autoStartDefaultKernel": True,
         "windowingMode": "none",
     },
     "@jupyterlab/apputils-extension/sessionDialogs.jupyterlab-settings": {
@@ -155,6 +154,19 @@ def _wait_until_up(server: JupyterServer, timeout: float) -> None:
     raise TimeoutError(
         f"jupyter {server.app} did not answer in {timeout:.0f} s:\n" + server.log_tail()
     )
+
+
+def wait_for_kernel(server: JupyterServer, timeout: float = START_TIMEOUT) -> None:
+    """Wait until a kernel is idle with a browser connected (the notebook page is ready)."""
+    url = f"{server.base_url}/api/kernels?token={server.token}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            kernels = json.load(response)
+        if any(k["execution_state"] == "idle" and k["connections"] > 0 for k in kernels):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"no kernel became ready in {timeout:.0f} s:\n" + server.log_tail())
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
