@@ -97,3 +97,119 @@ def test_explorer_follows_a_double_click_into_a_body():
     assert ex.graph_path in ("/If/then_branch", "/If/else_branch")
     assert ex.graph is ex.graph_view.graph
     assert ex.node_list.status.value.endswith("nodes")
+
+
+# -- the JavaScript in a real browser, with a stand-in for anywidget's model ----------------
+_MOCK_MODEL = """
+window.sent = [];
+window.handlers = {};
+window.model = {
+  get: (key) => window.state[key],
+  set: (key, value) => { window.state[key] = value; window.sent.push([key, value]); },
+  save_changes: () => {},
+  on: (event, cb) => { (window.handlers[event] = window.handlers[event] || []).push(cb); },
+  off: () => {},
+};
+window.change = (key, value) => {
+  window.state[key] = value;
+  for (const cb of window.handlers["change:" + key] || []) cb();
+};
+"""
+
+
+@pytest.fixture
+def browser_page():
+    from pathlib import Path
+
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip(f"{chromium} is missing: apt-get install chromium (scripts/setup.sh does)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+        try:
+            yield browser.new_page(viewport={"width": 900, "height": 700})
+        finally:
+            browser.close()
+
+
+def _mount(page, view: GraphView, svg: str | None = None) -> None:
+    import json
+    from pathlib import Path
+
+    here = Path(ox.__file__).parent / "widgets"
+    js = (
+        (here / "graph_view.js")
+        .read_text()
+        .replace("export default { render };", "window.oxeRender = render;")
+    )
+    state = {k: getattr(view, k) for k in ("ids", "highlight_id", "notes", "error", "height")}
+    state["svg"] = view.svg if svg is None else svg
+    page.set_content(
+        f"<html><head><style>{(here / 'graph_view.css').read_text()}</style></head>"
+        "<body><div id='w' style='width:800px'></div></body></html>"
+    )
+    page.add_script_tag(content=f"window.state = {json.dumps(state)};" + _MOCK_MODEL)
+    page.add_script_tag(content=js, type="module")
+    page.wait_for_function("window.oxeRender !== undefined")
+    page.evaluate("window.oxeRender({model: window.model, el: document.getElementById('w')})")
+    page.wait_for_timeout(200)
+
+
+@pytest.mark.browser
+def test_the_browser_reports_clicks_drags_and_double_clicks(browser_page):
+    page = browser_page
+    model = ox.load(nested_if(2))
+    view = GraphView(model.graph, model)
+    if_id = _id_of(view, "/If")
+    _mount(page, view)
+    box = page.locator(f'#w g[id="{if_id}"]').bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    stage = "document.querySelector('.oxe-graph-stage').style.transform"
+
+    # A drag pans the whole way and is not a click.
+    before = page.evaluate(stage)
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + 60, y + 40, steps=5)
+    page.mouse.up()
+    assert page.evaluate(stage) != before and page.evaluate("window.sent") == []
+
+    box = page.locator(f'#w g[id="{if_id}"]').bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.click(x, y)
+    (single,) = page.evaluate("window.sent")
+    view.clicked = single[1]  # what the comm would deliver to Python
+    assert view.selected == "/If" and view.highlight_id == if_id
+
+    page.evaluate(f"window.change('highlight_id', '{if_id}')")
+    assert page.locator("#w .oxe-selected").count() == 1
+
+    page.evaluate("window.sent = []")
+    page.mouse.dblclick(x, y)
+    sent = [value for key, value in page.evaluate("window.sent") if key == "clicked"]
+    assert any("\x00double\x00" in value for value in sent)
+    for value in sent:
+        view.clicked = value
+    assert view.graph_path == "/If/then_branch"
+
+
+@pytest.mark.browser
+def test_the_browser_drops_scripts_handlers_and_links_from_the_svg(browser_page):
+    view = GraphView(ox.load(mlp()).graph)
+    evil = view.svg.replace(
+        "<g id=",
+        '<script>window.pwned=1</script><a href="javascript:window.pwned=2">'
+        '<rect width="5" height="5" onload="window.pwned=3"/></a><g id=',
+        1,
+    )
+    _mount(browser_page, view, svg=evil)
+    page = browser_page
+    assert page.evaluate("window.pwned") is None
+    assert page.locator("#w script").count() == 0
+    assert page.evaluate(
+        "[...document.querySelectorAll('#w *')].every(e => [...e.attributes]"
+        ".every(a => !a.name.startsWith('on') && !a.name.endsWith('href')))"
+    )
+    drawn_nodes = [k for k in view.ids if not k.startswith("c")]  # c*: clusters
+    assert page.locator("#w g.node").count() == len(drawn_nodes)

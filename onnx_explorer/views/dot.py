@@ -75,6 +75,7 @@ _OP_COLOURS = {
                      "ConstantOfShape", "Range", "Where", "Tile", "Pad"), "#f1f3f5"),
     **dict.fromkeys(("If", "Loop", "Scan"), "#ffe8cc"),
 }  # fmt: skip
+_BODY_ORDER = {"then_branch": 0, "else_branch": 1, "body": 2}
 _FUNCTION_COLOUR = "#f3d9fa"
 _SCOPE_COLOUR = "#e7f5ff"
 _GROUP_COLOUR = "#f8f0fc"
@@ -385,9 +386,11 @@ class _Builder:
         self.lines.append(f"{nid} [{' '.join(attrs)}]")
 
     def _openable(self, node: Node) -> list[dict[str, str]]:
+        # Files list attributes in any order (onnx.helper sorts them): put "then" first.
+        subgraphs = sorted(node.subgraphs(), key=lambda item: _BODY_ORDER.get(item[0], 9))
         found = [
             {"kind": "subgraph", "label": as_text(attr), "path": as_text(g.path)}
-            for attr, g in node.subgraphs()
+            for attr, g in subgraphs
         ]
         if self.model is not None:
             function = self.model.function_for(node)

@@ -167,6 +167,8 @@ function render({ model, el }) {
   let drag = null;
   viewport.addEventListener("pointerdown", (event) => {
     if (event.button !== 0) return;
+    // Otherwise the browser starts selecting text or dragging the SVG, and cancels the pan.
+    event.preventDefault();
     drag = { x: event.clientX, y: event.clientY, tx, ty, moved: false, target: event.target };
     viewport.setPointerCapture(event.pointerId);
   });
@@ -190,7 +192,16 @@ function render({ model, el }) {
       /* already released */
     }
   });
-  viewport.addEventListener("dblclick", (event) => click(event.target, true));
+  // Pointer capture makes the viewport the target of the dblclick that follows a press:
+  // find what is under the pointer instead.
+  viewport.addEventListener("pointercancel", () => {
+    drag = null;
+  });
+  viewport.addEventListener("dragstart", (event) => event.preventDefault());
+  viewport.addEventListener("dblclick", (event) => {
+    const target = document.elementFromPoint(event.clientX, event.clientY) || event.target;
+    click(target, true);
+  });
   viewport.addEventListener(
     "wheel",
     (event) => {
