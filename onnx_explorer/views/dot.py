@@ -205,21 +205,20 @@ class _Builder:
 
         memo: dict[int, str | None] = {}  # id(scope) → collapsed box id, None when open
         self._emit_scope(tree.root, opened, memo, depth=0)
+        # Every scope shows as its own box, as the box of a collapsed ancestor, or (open) as
+        # its nodes: one pass, parents before children, so rep() is two lookups per edge.
+        box_of: dict[int, str | None] = {}
+        for scope in tree.root.walk():
+            key = id(scope)
+            if key in memo:
+                box_of[key] = memo[key]
+            else:
+                assert scope.parent is not None
+                box_of[key] = box_of[id(scope.parent)]
         node_scope, node_ids = tree.node_scope, self.node_ids
 
         def rep(i: int) -> str | None:
-            drawn = node_ids.get(i)
-            if drawn is not None:
-                return drawn
-            chain = []
-            scope: Scope | None = node_scope[i]
-            while scope is not None and id(scope) not in memo:
-                chain.append(scope)
-                scope = scope.parent
-            box = memo.get(id(scope)) if scope is not None else None
-            for s in chain:
-                memo[id(s)] = box
-            return box
+            return node_ids.get(i) or box_of[id(node_scope[i])]
 
         self.rep = rep
         boxes = self.boxes
