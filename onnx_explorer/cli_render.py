@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,9 @@ from .views.dot import DEFAULT_HOPS, DEFAULT_MAX_NODES, EDGE_LABELS
 
 def _cmd_render(args: argparse.Namespace) -> int:
     from .readers import load
+    from .views.dot import build_dot
+    from .views.quoting import one_line
+    from .views.render import save_result
 
     model = load(args.path, external_data_dir=args.external_data_dir)
     graph = model.graph_at(args.graph) if args.graph else model.graph
@@ -20,8 +24,22 @@ def _cmd_render(args: argparse.Namespace) -> int:
     if args.focus:
         options["focus"] = args.focus
         options["hops"] = args.hops
-    path = graph.save(args.output, **options)
-    print(f"wrote {path}")
+    result = build_dot(graph, model, **options)
+    path = save_result(result, args.output, args.timeout)
+    if args.json:
+        report = {
+            "output": str(path),
+            "graph": result.graph_path,
+            "drawn": result.drawn,
+            "expanded": list(result.expanded),
+            "focus": result.focus,
+            "notes": list(result.notes),
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"wrote {path} ({result.drawn:,} nodes drawn)")
+        for note in result.notes:  # model text: one printable line each
+            print(f"  {one_line(note, 300)}")
     return 0
 
 
@@ -36,4 +54,6 @@ def register(sub: Any, add_common: Callable[[argparse.ArgumentParser], None]) ->
     parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES,
                         help="most nodes in one layout")  # fmt: skip
     parser.add_argument("--edge-labels", choices=EDGE_LABELS, default="both")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="stop Graphviz after this long (default 60)")  # fmt: skip
     parser.set_defaults(handler=_cmd_render)

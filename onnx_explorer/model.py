@@ -263,20 +263,9 @@ class Graph:
     def save(self, path: str | Path, *, timeout: float = 60.0, **options: Any) -> Path:
         """Write the view to ``path``: ``.svg``, ``.png`` or ``.dot``, chosen by the suffix."""
         from .views.dot import build_dot
-        from .views.render import run_dot, svg_from_result
+        from .views.render import save_result
 
-        path = Path(path)
-        suffix = path.suffix.lower().lstrip(".")
-        if suffix not in ("svg", "png", "dot", "gv"):
-            raise ValueError(f"save() writes .svg, .png or .dot files, not {path.name!r}")
-        result = build_dot(self, self.model, **options)
-        if suffix in ("dot", "gv"):
-            path.write_text(result.source, encoding="utf-8")
-        elif suffix == "svg":
-            path.write_text(svg_from_result(result, timeout=timeout), encoding="utf-8")
-        else:
-            path.write_bytes(run_dot(result.source, "png", timeout))
-        return path
+        return save_result(build_dot(self, self.model, **options), path, timeout)
 
     def constants(self) -> dict[str, Tensor]:
         """Output name → value of Constant nodes (many exporters keep all weights there).

@@ -221,3 +221,23 @@ def test_graphviz_shows_every_label_literally():
     root = ET.fromstring(done.stdout)
     texts = [el.text for el in root.iter("{http://www.w3.org/2000/svg}text")]
     assert texts == LABEL_CASES
+
+
+def test_render_command_reports_what_it_drew(tmp_path, capsys):
+    import json
+
+    from onnx_explorer.cli import main
+
+    path = tmp_path / "m.onnx"
+    onnx.save(_layers(60, 30), path)
+    out = tmp_path / "view.dot"  # .dot: no Graphviz needed
+    assert main(["render", str(path), "-o", str(out), "--expand", "model/layers.7"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"wrote {out} (") and "collapsed into" in printed
+    assert "cluster_" in out.read_text()
+    assert main(["render", str(path), "-o", str(out), "--focus", "/model/layers.7/Add_3",
+                 "--hops", "1", "--json"]) == 0  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert report["focus"] == "/model/layers.7/Add_3" and report["drawn"] == 3
+    assert main(["render", str(path), "-o", str(tmp_path / "view.txt")]) == 1
+    assert "use a .svg, .png or .dot name" in capsys.readouterr().err

@@ -228,7 +228,7 @@ class _Builder:
                 0,
                 f"{inside:,} of {len(graph.nodes):,} nodes collapsed into "
                 f"{len(boxes):,} scope box{'es' if len(boxes) != 1 else ''} "
-                "(click one to expand it)",
+                "(expand one to see inside)",
             )
         self._emit_io(n_io)
         self._emit_edges()

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 from xml.sax.saxutils import escape
 
 from ..errors import GraphvizNotFoundError, RenderError
@@ -82,3 +83,25 @@ def svg_from_result(result: DotResult, timeout: float = DEFAULT_TIMEOUT) -> str:
     svg = run_dot(result.source, "svg", timeout).decode("utf-8", "replace")
     start = svg.find("<svg")
     return add_titles(svg[start:] if start >= 0 else svg, result.titles)
+
+
+def save_result(
+    result: DotResult, path: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT
+) -> Path:
+    """Write a built view to ``path`` as SVG, PNG or DOT, chosen by the suffix.
+
+    The picture is drawn before the file is opened, so a failure leaves no empty file;
+    ``.dot`` (or ``.gv``) needs no Graphviz.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in ("svg", "png", "dot", "gv"):
+        raise ValueError(f"cannot tell the format of {path.name!r}: use a .svg, .png or .dot name")
+    if suffix in ("dot", "gv"):
+        data = result.source.encode("utf-8")
+    elif suffix == "svg":
+        data = svg_from_result(result, timeout).encode("utf-8")
+    else:
+        data = run_dot(result.source, "png", timeout)
+    path.write_bytes(data)
+    return path
