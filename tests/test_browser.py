@@ -97,6 +97,11 @@ def run_all_cells(page: Any) -> None:
 
 
 def check_quick_start(page: Any, server: JupyterServer, steps: Steps) -> None:
+    # Should a "Select Kernel" dialog cover the page before an action, accept the default.
+    page.add_locator_handler(
+        page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True),
+        lambda button: button.click(),
+    )
     page.goto(server.notebook_url(NOTEBOOK.name))
     page.wait_for_selector(".jp-Notebook .jp-CodeCell")
     wait_for_kernel(server)

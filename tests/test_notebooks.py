@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.manager import KernelManager
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -18,10 +19,9 @@ def _ids(paths: list[Path]) -> list[str]:
     return [p.name for p in paths]
 
 
-def venv_kernel_manager(spec_dir: Path) -> object:
+def venv_kernel_manager(spec_dir: Path) -> KernelManager:
     """A KernelManager whose kernel is *this* interpreter, never a python found on PATH."""
     from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
 
     kernel_dir = spec_dir / "oxe-test-python"
     kernel_dir.mkdir(parents=True, exist_ok=True)
@@ -59,14 +59,19 @@ def test_notebook_runs_top_to_bottom(path, tmp_path):
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
+    km = venv_kernel_manager(tmp_path / "kernels")
     client = NotebookClient(
         nb,
-        km=venv_kernel_manager(tmp_path / "kernels"),
+        km=km,
         timeout=CELL_TIMEOUT,
         allow_errors=False,  # any error fails the test with the cell and traceback
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},  # the kernel's cwd
     )
-    client.execute()
+    try:
+        client.execute()
+    finally:
+        if km.has_kernel:  # nbclient leaves a kernel it was given running
+            km.shutdown_kernel(now=True)
     ran = [c for c in nb.cells if c.cell_type == "code"]
     assert ran and all(c.execution_count for c in ran)
     # The magics report a bad model as a printed message, not an exception: catch it too.
