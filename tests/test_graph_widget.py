@@ -213,3 +213,21 @@ def test_the_browser_drops_scripts_handlers_and_links_from_the_svg(browser_page)
     )
     drawn_nodes = [k for k in view.ids if not k.startswith("c")]  # c*: clusters
     assert page.locator("#w g.node").count() == len(drawn_nodes)
+
+
+def test_collapsing_a_group_closes_the_scopes_inside_it():
+    model = ox.load(_scoped_chain(450, per_layer=2))  # 450 layers: split into synthetic groups
+    view = GraphView(model.graph)
+    view.expand("enc/layer.300")
+    from onnx_explorer.views.scopes import scope_tree
+
+    scope = scope_tree(model.graph).find("enc/layer.300")
+    assert scope.parent.synthetic
+    group = scope.parent.path  # "layer.2xx … layer.3xx"
+    assert any(v["kind"] == "scope" and v["path"] == group and v["open"] for v in view.ids.values())
+    assert any(v.get("name") == "/enc/layer.300/Relu_0" for v in view.ids.values())
+    view.collapse(group)
+    assert not any(v.get("name") == "/enc/layer.300/Relu_0" for v in view.ids.values())
+    assert not any(
+        v["kind"] == "scope" and v["path"] == group and v["open"] for v in view.ids.values()
+    )

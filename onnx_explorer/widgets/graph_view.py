@@ -18,6 +18,7 @@ from ..errors import ExplorerError
 from ..model import Graph, Model
 from ..views.dot import DEFAULT_HOPS, DEFAULT_MAX_NODES, DotResult, build_dot
 from ..views.render import svg_from_result
+from ..views.scopes import Scope, scope_tree
 
 _HERE = Path(__file__).resolve().parent
 
@@ -77,7 +78,16 @@ class GraphView(anywidget.AnyWidget):
 
     def collapse(self, scope: str) -> None:
         """Close an expanded scope and everything under it."""
-        keep = [s for s in self.drawn_expanded() if s != scope and not s.startswith(scope + "/")]
+        # By the tree, not by path prefix: a synthetic group ("layers.0 … layers.199") holds
+        # scopes under their own paths ("model/layers.5"), and any of them left expanded
+        # would open the group again.
+        tree = scope_tree(self.graph)
+        target = tree.find(scope)
+        keep = [
+            path
+            for path in self.drawn_expanded()
+            if path != scope and not _inside(tree.find(path), target)
+        ]
         self.expanded = keep or ["/"]  # "/": nothing expanded, as opposed to the first view
         self.focus_node = ""
         self.render()
@@ -196,3 +206,7 @@ class GraphView(anywidget.AnyWidget):
             finally:
                 self._rendering = False
         self.highlight_id = location or ""
+
+
+def _inside(scope: Scope | None, ancestor: Scope | None) -> bool:
+    return scope is not None and ancestor is not None and ancestor in scope.ancestors()
