@@ -68,8 +68,17 @@ class Attribute:
     ref_attr_name: str = ""  # inside a function: refers to the caller's attribute
 
 
+#: The empty mapping every node without metadata shares (one object, not one per node).
+_NO_METADATA: Mapping[str, str] = MappingProxyType({})
+
+
 class Node:
-    """One operator application."""
+    """One operator application.
+
+    ``metadata_props`` holds the file's free-form key → value notes on the node (ONNX
+    ``NodeProto.metadata_props``: PyTorch's exporter writes ``pkg.torch.onnx.name_scopes``,
+    ``pkg.torch.onnx.class_hierarchy`` and ``pkg.torch.onnx.stack_trace`` there).
+    """
 
     __slots__ = (
         "attributes",
@@ -81,6 +90,7 @@ class Node:
         "has_file_name",
         "index",
         "inputs",
+        "metadata_props",
         "name",
         "op_type",
         "outputs",
@@ -98,6 +108,7 @@ class Node:
         control_inputs: tuple[str, ...] = (),
         device: str = "",
         has_file_name: bool = True,
+        metadata_props: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
         self.op_type = op_type
@@ -109,6 +120,9 @@ class Node:
         self.control_inputs = control_inputs  # GraphDef "^name" ordering edges
         self.device = device
         self.has_file_name = has_file_name  # False: ``name`` was made up by the reader
+        self.metadata_props: Mapping[str, str] = (
+            MappingProxyType(dict(metadata_props)) if metadata_props else _NO_METADATA
+        )
         self.index = -1  # position in the graph, set by Graph
         self.graph: Graph | None = None
 

@@ -249,9 +249,11 @@ def _nodes(ctx: _Context, protos: Any, graph_path: str) -> list[Node]:
         outputs = tuple(map(_s, n.output))
         owner = outputs[0] if op_type == "Constant" and outputs else ""
         attrs = {_s(a.name): _attribute(ctx, a, name, owner, graph_path) for a in n.attribute}
+        meta = n.metadata_props  # most nodes have none: build no dict for them
         node = Node(
             name, op_type, _s(n.domain), tuple(map(_s, n.input)), outputs, attrs, _s(n.doc_string),
             has_file_name=has_name,
+            metadata_props={_s(p.key): _s(p.value) for p in meta} if meta else None,
         )  # fmt: skip
         for attr in attrs.values():
             if attr.kind == "GRAPH":

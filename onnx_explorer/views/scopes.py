@@ -14,11 +14,19 @@ File order is topological in any valid ONNX model and nearly so in GraphDef, so 
 group is a stretch of the computation with few edges leaving it: expanding one
 group after another walks the graph from inputs to outputs, and every part of the
 graph stays reachable, which cutting the view to the first N nodes would not give.
+
+PyTorch's dynamo exporter names nodes ``node_MatMul_12`` and writes the module path
+into node metadata instead (``pkg.torch.onnx.name_scopes``, see :func:`metadata_scope`).
+A graph where fewer than half the nodes have a ``/`` in their names and some node has
+that metadata is grouped by it, so ``model.layers.3.self_attn`` becomes the scope
+``model/layers.3/self_attn``, the path a TorchScript export writes into node names.
 """
 
 from __future__ import annotations
 
+import ast
 import math
+import re
 import weakref
 from collections import Counter
 from collections.abc import Iterator
@@ -31,6 +39,10 @@ from .quoting import as_text
 
 #: Most items (drawn nodes + child scopes) a scope shows when expanded.
 SCOPE_ITEMS_MAX = 200
+
+#: Node metadata key where PyTorch's exporter records the modules a node was made in.
+NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+_METADATA_MAX_CHARS = 10_000  # longer name_scopes values are not parsed
 
 
 @dataclass(eq=False)
@@ -128,8 +140,23 @@ class ScopeTree:
 
     def _build(self, graph: Graph, index: GraphIndex) -> None:
         by_prefix: dict[str, Scope] = {}  # raw name prefix → scope: one split per distinct prefix
+        by_meta: dict[str, Scope] = {}  # raw name_scopes value → scope
         node_scope = self.node_scope
+        use_metadata = _scopes_from_metadata(graph)
         for node in graph.nodes:
+            if use_metadata:
+                raw = node.metadata_props.get(NAME_SCOPES_KEY)
+                if raw is not None:
+                    # Nodes of one module differ only in their last entry, their own name:
+                    # keyed without it, the list is parsed once per module, not per node.
+                    head, comma, last = raw.rpartition(", ")
+                    key = head if comma and _OWN_NAME.fullmatch(last) else raw
+                    scope = by_meta.get(key)
+                    if scope is None:
+                        scope = by_meta[key] = self._scope_for(metadata_scope(raw))
+                    scope.nodes.append(node.index)
+                    node_scope.append(scope)
+                    continue
             name = node.name if isinstance(node.name, str) else as_text(node.name)
             prefix = name.rpartition("/")[0]
             scope = by_prefix.get(prefix)
@@ -227,6 +254,80 @@ class ScopeTree:
             k += 1
         taken.add(label)
         return label
+
+
+def _scopes_from_metadata(graph: Graph) -> bool:
+    """Group by node metadata: names mostly carry no ``/`` scopes and some node has name_scopes."""
+    nodes = graph.nodes
+    half = len(nodes) // 2
+    scoped = 0
+    for node in nodes:  # stops as soon as half the names are scoped (the usual case)
+        name = node.name
+        if "/" in (name if isinstance(name, str) else as_text(name)):
+            scoped += 1
+            if scoped > half:
+                return False
+    return any(NAME_SCOPES_KEY in node.metadata_props for node in nodes)
+
+
+def metadata_scope(value: str) -> str:
+    """The scope path a ``pkg.torch.onnx.name_scopes`` value names, "" for the graph itself.
+
+    PyTorch writes the ``repr`` of a list: the root module ``''``, the module path of
+    each enclosing module, then the FX node's own name, as in ``['', 'model',
+    'model.layers.3', 'model.layers.3.self_attn', 'linear_8']``. The innermost module
+    (here ``model.layers.3.self_attn``) is the scope; a last entry that extends the one
+    before it (``…self_attn.q_proj``) is a module too, and kept. A plain string is taken
+    as the module path itself. Dots separate modules, except that a number stays with
+    the name before it, as TorchScript exports write it: ``model/layers.3/self_attn``.
+    """
+    text = value.strip()
+    if text.startswith("[") and text.endswith("]"):
+        entries = [e for e in _list_entries(text) if e]
+        if not entries:
+            return ""
+        last = entries[-1]
+        before = entries[-2] if len(entries) > 1 else ""
+        if "." not in last or (before and not last.startswith(before + ".")):
+            entries.pop()  # the node's own name, not a module
+        text = entries[-1] if entries else ""
+    if "/" in text:
+        return "/".join(p for p in text.split("/") if p)
+    parts: list[str] = []
+    for part in text.split("."):
+        if part.isdigit() and parts:
+            parts[-1] += "." + part
+        elif part:
+            parts.append(part)
+    return "/".join(parts)
+
+
+#: The last item of a name_scopes list when it is plainly a node's own name (``'linear_8']``):
+#: one quoted string without dots, escapes or inner quotes, which :func:`metadata_scope` drops.
+_OWN_NAME = re.compile(r"'[^'.\\]*'\]|\"[^\".\\]*\"\]")
+
+
+def _list_entries(text: str) -> list[str]:
+    """The strings of a Python list ``repr``: a fast split, ``ast`` when quoting gets tricky."""
+    if "\\" not in text:
+        entries: list[str] = []
+        for item in text[1:-1].split(", "):
+            item = item.strip()
+            if len(item) >= 2 and item[0] == item[-1] and item[0] in "'\"":
+                entries.append(item[1:-1])
+            elif item:
+                break  # a quote or comma inside an entry: parse properly
+        else:
+            return entries
+    if len(text) > _METADATA_MAX_CHARS:
+        return []
+    try:
+        parsed = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return []
+    if isinstance(parsed, list | tuple):
+        return [e for e in parsed if isinstance(e, str)]
+    return []
 
 
 _CACHE: weakref.WeakKeyDictionary[Graph, ScopeTree] = weakref.WeakKeyDictionary()

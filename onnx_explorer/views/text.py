@@ -5,12 +5,14 @@ Everything returns text; whoever puts it into HTML escapes it (``html.escape``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ..model import Attribute, Graph, SparseTensor, ValueInfo
 from ..tensors import Tensor
+from .quoting import as_text
+from .quoting import shorten as _cut
 
 MAX_ITEMS = 16
 MAX_TEXT = 400
@@ -33,12 +35,38 @@ def tensor_text(tensor: Tensor) -> str:
     return f"{tensor.dtype_name} ⟨{shape_text(tensor.shape)}⟩, {tensor.location.kind}"
 
 
+#: Characters of one symbolic dim in :func:`type_text` (``batch_size…``).
+DIM_CHARS = 12
+
+TypeTextMode = Literal["none", "dtype", "shape", "both"]
+
+
+def dims_text(shape: tuple[Any, ...], dim_chars: int = DIM_CHARS) -> str:
+    """``1×batch×768``: dims joined by ×, unknown ones as ``?``, long names cut."""
+    return "×".join(_cut(as_text("?" if d is None else d), dim_chars) for d in shape)
+
+
+def type_text(info: ValueInfo | None, mode: TypeTextMode | str = "both") -> str:
+    """A value's type as edge labels and the attribute panel show it: ``float32 1×batch×768``,
+    ``bool scalar``, ``seq(tensor(float))``; ``mode`` keeps only the dtype or the shape.
+
+    The one formatter for value types: the DOT emitter and the panels both call it, so a
+    value reads the same on its edge and beside its node. "" when nothing is known.
+    """
+    if info is None or mode == "none":
+        return ""
+    dtype = info.dtype or (as_text(info.type) if info.type else "")
+    shape = "" if info.shape is None else (dims_text(info.shape) if info.shape else "scalar")
+    if mode == "dtype":
+        return dtype
+    if mode == "shape":
+        return shape
+    return f"{dtype} {shape}".strip()
+
+
 def value_text(info: ValueInfo | None) -> str:
-    if info is None:
-        return "type unknown"
-    if info.dtype is not None:
-        return f"{info.dtype} ⟨{shape_text(info.shape)}⟩"
-    return info.type or "type unknown"
+    """:func:`type_text`, or ``type unknown`` when the file and inference say nothing."""
+    return type_text(info) or "type unknown"
 
 
 def _items(values: tuple[Any, ...], render: Any) -> str:

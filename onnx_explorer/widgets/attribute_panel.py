@@ -10,10 +10,21 @@ import ipywidgets as widgets
 
 from ..model import Graph, Model, Node
 from ..tensors import Tensor
-from ..views.text import attribute_text, tensor_text, value_text
+from ..views.shapes import ValueTypes, value_types
+from ..views.text import attribute_text, shorten, tensor_text, value_text
 from . import html as h
 
 MAX_LINKS = 12
+MAX_METADATA = 200  # metadata entries shown per node
+MAX_METADATA_CHARS = 20_000  # characters of one metadata value shown
+#: Values longer than this, or spanning lines (stack traces), fold into a block of their own.
+METADATA_INLINE_CHARS = 160
+# Long metadata values (module paths without spaces) wrap instead of widening the panel.
+_METADATA_STYLE = (
+    "<style>.oxe-metadata td{overflow-wrap:anywhere;word-break:break-word}"
+    ".oxe-metadata summary{cursor:pointer;font-family:var(--jp-code-font-family,monospace);"
+    "font-size:12px}</style>"
+)
 
 
 def _link(label: str, tooltip: str, on_click: Callable[[], None]) -> widgets.Button:
@@ -28,7 +39,11 @@ def _link(label: str, tooltip: str, on_click: Callable[[], None]) -> widgets.But
 
 
 class AttributePanel(widgets.VBox):
-    """Shows a node: op, domain, attributes, inputs/outputs with types and producer/consumer links.
+    """Shows a node: op, domain, attributes, metadata, inputs/outputs with types and links.
+
+    Input and output types come from :func:`~onnx_explorer.views.shapes.value_types`, the
+    lookup the graph's edge labels use (the file's value_info completed by ONNX shape
+    inference), written by the same :func:`~onnx_explorer.views.text.type_text`.
 
     ``on_select(name)`` is called when a producer/consumer link is clicked, ``on_open_graph(path)``
     for a subgraph (If/Loop/Scan body or local function), ``on_show_tensor(tensor)`` for a
@@ -63,8 +78,13 @@ class AttributePanel(widgets.VBox):
         if node.doc_string:
             parts.append(widgets.HTML(h.pre(node.doc_string)))
         parts += self._attributes(node)
-        parts += self._values("inputs", node.inputs, node, graph, upstream=True)
-        parts += self._values("outputs", node.outputs, node, graph, upstream=False)
+        if node.metadata_props:
+            parts.append(widgets.HTML(self._metadata(node)))
+        types, note = value_types(graph, self.model)
+        parts += self._values("inputs", node.inputs, graph, types, upstream=True)
+        parts += self._values("outputs", node.outputs, graph, types, upstream=False)
+        if note and any(types.get(name) is None for name in (*node.inputs, *node.outputs) if name):
+            parts.append(widgets.HTML(h.muted(note)))
         if node.control_inputs:
             parts.append(widgets.HTML(h.title("control inputs")))
             parts += [self._node_link(name, graph) for name in node.control_inputs[:MAX_LINKS]]
@@ -113,8 +133,40 @@ class AttributePanel(widgets.VBox):
             )
         return parts
 
+    def _metadata(self, node: Node) -> str:
+        """Every metadata entry: short ones in a table, long or multi-line ones folded."""
+        rows: list[tuple[str, str]] = []
+        blocks: list[str] = []
+        items = list(node.metadata_props.items())
+        for full_key, value in items[:MAX_METADATA]:
+            key = shorten(full_key, 200)
+            if len(value) > METADATA_INLINE_CHARS or "\n" in value:
+                shown = value[:MAX_METADATA_CHARS]
+                if len(value) > MAX_METADATA_CHARS:
+                    shown += f"\n… ({len(value) - MAX_METADATA_CHARS:,} more characters)"
+                lines = value.count("\n") + 1
+                size = f"{lines:,} lines" if lines > 1 else f"{len(value):,} characters"
+                blocks.append(
+                    f"<details><summary>{h.esc(key)} ({h.esc(size)})</summary>"
+                    f"{h.pre(shown)}</details>"
+                )
+            else:
+                rows.append((key, value))
+        html = _METADATA_STYLE + h.title("metadata") + '<div class="oxe-metadata">'
+        if rows:
+            html += h.table(rows)
+        html += "".join(blocks)
+        if len(items) > MAX_METADATA:
+            html += h.muted(f"… and {len(items) - MAX_METADATA:,} more entries")
+        return html + "</div>"
+
     def _values(
-        self, title: str, names: tuple[str, ...], node: Node, graph: Graph, upstream: bool
+        self,
+        title: str,
+        names: tuple[str, ...],
+        graph: Graph,
+        types: ValueTypes,
+        upstream: bool,
     ) -> list[widgets.Widget]:
         parts: list[widgets.Widget] = [widgets.HTML(h.title(title))]
         for name in names:
@@ -128,7 +180,7 @@ class AttributePanel(widgets.VBox):
                 kind = " · graph input"
             elif any(v.name == name for v in graph.outputs):
                 kind = " · graph output"
-            info = graph.value(name)
+            info = types.get(name)
             parts.append(widgets.HTML(h.table([(name, value_text(info) + kind)])))
             links: list[widgets.Widget] = []
             if upstream:
