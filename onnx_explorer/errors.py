@@ -34,3 +34,11 @@ class RenderError(ExplorerError, RuntimeError):
 
 class GraphvizNotFoundError(RenderError):
     """The Graphviz ``dot`` executable is not installed or not on PATH."""
+
+
+class LayoutTimeoutError(RenderError):
+    """Graphviz did not finish within the time budget (a cheaper view may still draw)."""
+
+
+class LayoutCancelledError(RenderError):
+    """The layout was cancelled (by the user, or superseded by a newer request)."""

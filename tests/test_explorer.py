@@ -361,6 +361,7 @@ def test_graphdef_files_in_the_explorer(name):
     path = Path(__file__).parent / "data" / "graphdef" / name
     ex = ox.explore(path)
     assert ex.model.format == "graphdef"
+    assert ex.graph_view.wait(60)
     assert not ex.graph_view.error and ex.graph_view.svg.startswith("<svg")
     rows = [value for _, value in ex.tensor_panel.listing.options]
     assert rows

@@ -13,15 +13,28 @@ from onnx_explorer.widgets.graph_view import GraphView
 pytestmark = pytest.mark.graphviz
 
 
+def _drawn(view: GraphView) -> GraphView:
+    """Wait for the background layout, as a user waits for the picture."""
+    assert view.wait(60), "the layout did not finish in 60 s"
+    return view
+
+
+def _click(view: GraphView, item_id: str, double: bool = False) -> None:
+    """A click as the browser sends it: the item and the drawing it was made on."""
+    view._on_message(view, {"event": "click", "id": item_id, "double": double,
+                            "version": view.version}, [])  # fmt: skip
+    _drawn(view)
+
+
 def _id_of(view: GraphView, name: str) -> str:
     return next(k for k, v in view.ids.items() if v.get("kind") == "node" and v["name"] == name)
 
 
 def test_click_selects_and_python_selection_highlights():
-    view = GraphView(ox.load(mlp()).graph)
+    view = _drawn(GraphView(ox.load(mlp()).graph))
     assert view.svg.startswith("<svg") and not view.error
     # The browser reports a click on a drawn node by its synthetic id.
-    view.clicked = f"{_id_of(view, '/layer1/Relu')}\x00single\x001"
+    _click(view, _id_of(view, '/layer1/Relu'))
     assert view.selected == "/layer1/Relu"
     assert view.highlight_id == _id_of(view, "/layer1/Relu")
     # From Python: the highlight follows.
@@ -47,11 +60,11 @@ def _scoped_chain(layers: int, per_layer: int = 60) -> onnx.ModelProto:
 
 
 def test_clicking_a_collapsed_scope_expands_it():
-    view = GraphView(ox.load(_scoped_chain(40)).graph)
+    view = _drawn(GraphView(ox.load(_scoped_chain(40)).graph))
     collapsed = [(k, v) for k, v in view.ids.items() if v["kind"] == "scope" and not v["open"]]
     assert collapsed
     item_id, entry = collapsed[-1]
-    view.clicked = f"{item_id}\x00single\x002"
+    _click(view, item_id)
     assert entry["path"] in view.result.expanded
     opened = [v for v in view.ids.values() if v["kind"] == "scope" and v["path"] == entry["path"]]
     assert opened and opened[0]["open"]
@@ -60,40 +73,44 @@ def test_clicking_a_collapsed_scope_expands_it():
 
 def test_selecting_a_hidden_node_opens_its_scope():
     model = ox.load(_scoped_chain(40))
-    view = GraphView(model.graph)
+    view = _drawn(GraphView(model.graph))
     target = "/enc/layer.33/Relu_5"
     assert not any(v.get("name") == target for v in view.ids.values())
     view.selected = target
+    _drawn(view)
     assert view.ids[view.highlight_id]["name"] == target
 
 
 def test_focus_and_reset():
-    view = GraphView(ox.load(_scoped_chain(40)).graph)
+    view = _drawn(GraphView(ox.load(_scoped_chain(40)).graph))
     view.focus("/enc/layer.10/Relu_3", hops=1)
+    _drawn(view)
     names = {v["name"] for v in view.ids.values() if v["kind"] == "node"}
     assert names == {"/enc/layer.10/Relu_2", "/enc/layer.10/Relu_3", "/enc/layer.10/Relu_4"}
     assert view.selected == "/enc/layer.10/Relu_3"
     view.reset()
+    _drawn(view)
     assert view.focus_node == ""
 
 
 def test_double_click_opens_a_body():
     model = ox.load(nested_if(2))
-    view = GraphView(model.graph, model)
-    view.clicked = f"{_id_of(view, '/If')}\x00double\x003"
+    view = _drawn(GraphView(model.graph, model))
+    _click(view, _id_of(view, '/If'), double=True)
     assert view.graph_path in ("/If/then_branch", "/If/else_branch")
     assert view.graph is model.graph_at(view.graph_path)
 
 
 def test_missing_graphviz_shows_an_error_not_an_exception(monkeypatch):
     monkeypatch.setenv("ONNX_EXPLORER_DOT", "no-such-dot")
-    view = GraphView(ox.load(mlp()).graph)
+    view = _drawn(GraphView(ox.load(mlp()).graph))
     assert view.svg == "" and "apt-get install graphviz" in view.error
 
 
 def test_explorer_follows_a_double_click_into_a_body():
     ex = ox.explore(nested_if(2))
-    ex.graph_view.clicked = f"{_id_of(ex.graph_view, '/If')}\x00double\x004"
+    _drawn(ex.graph_view)
+    _click(ex.graph_view, _id_of(ex.graph_view, "/If"), double=True)
     assert ex.graph_path in ("/If/then_branch", "/If/else_branch")
     assert ex.graph is ex.graph_view.graph
     assert ex.node_list.status.value.endswith("nodes")
@@ -104,6 +121,7 @@ _MOCK_MODEL = """
 window.sent = [];
 window.handlers = {};
 window.model = {
+  send: (content) => { window.sent.push(["send", content]); },
   get: (key) => window.state[key],
   set: (key, value) => { window.state[key] = value; window.sent.push([key, value]); },
   save_changes: () => {},
@@ -143,7 +161,8 @@ def _mount(page, view: GraphView, svg: str | None = None) -> None:
         .read_text()
         .replace("export default { render };", "window.oxeRender = render;")
     )
-    state = {k: getattr(view, k) for k in ("ids", "highlight_id", "notes", "error", "height")}
+    keys = ("ids", "highlight_id", "notes", "error", "height", "version", "busy", "busy_since")
+    state = {k: getattr(view, k) for k in (*keys, "control_edges", "control_hidden")}
     state["svg"] = view.svg if svg is None else svg
     page.set_content(
         f"<html><head><style>{(here / 'graph_view.css').read_text()}</style></head>"
@@ -160,7 +179,7 @@ def _mount(page, view: GraphView, svg: str | None = None) -> None:
 def test_the_browser_reports_clicks_drags_and_double_clicks(browser_page):
     page = browser_page
     model = ox.load(nested_if(2))
-    view = GraphView(model.graph, model)
+    view = _drawn(GraphView(model.graph, model))
     if_id = _id_of(view, "/If")
     _mount(page, view)
     box = page.locator(f'#w g[id="{if_id}"]').bounding_box()
@@ -178,8 +197,9 @@ def test_the_browser_reports_clicks_drags_and_double_clicks(browser_page):
     box = page.locator(f'#w g[id="{if_id}"]').bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     page.mouse.click(x, y)
-    (single,) = page.evaluate("window.sent")
-    view.clicked = single[1]  # what the comm would deliver to Python
+    ((kind, single),) = page.evaluate("window.sent")
+    assert kind == "send" and single["id"] == if_id and single["version"] == view.version
+    view._on_message(view, single, [])  # what the comm would deliver to Python
     assert view.selected == "/If" and view.highlight_id == if_id
 
     page.evaluate(f"window.change('highlight_id', '{if_id}')")
@@ -187,16 +207,17 @@ def test_the_browser_reports_clicks_drags_and_double_clicks(browser_page):
 
     page.evaluate("window.sent = []")
     page.mouse.dblclick(x, y)
-    sent = [value for key, value in page.evaluate("window.sent") if key == "clicked"]
-    assert any("\x00double\x00" in value for value in sent)
+    sent = [value for key, value in page.evaluate("window.sent") if key == "send"]
+    assert any(value["double"] for value in sent)
     for value in sent:
-        view.clicked = value
+        view._on_message(view, value, [])
+    _drawn(view)
     assert view.graph_path == "/If/then_branch"
 
 
 @pytest.mark.browser
 def test_the_browser_drops_scripts_handlers_and_links_from_the_svg(browser_page):
-    view = GraphView(ox.load(mlp()).graph)
+    view = _drawn(GraphView(ox.load(mlp()).graph))
     evil = view.svg.replace(
         "<g id=",
         '<script>window.pwned=1</script><a href="javascript:window.pwned=2">'
@@ -217,8 +238,9 @@ def test_the_browser_drops_scripts_handlers_and_links_from_the_svg(browser_page)
 
 def test_collapsing_a_group_closes_the_scopes_inside_it():
     model = ox.load(_scoped_chain(450, per_layer=2))  # 450 layers: split into synthetic groups
-    view = GraphView(model.graph)
+    view = _drawn(GraphView(model.graph))
     view.expand("enc/layer.300")
+    _drawn(view)
     from onnx_explorer.views.scopes import scope_tree
 
     scope = scope_tree(model.graph).find("enc/layer.300")
@@ -227,6 +249,7 @@ def test_collapsing_a_group_closes_the_scopes_inside_it():
     assert any(v["kind"] == "scope" and v["path"] == group and v["open"] for v in view.ids.values())
     assert any(v.get("name") == "/enc/layer.300/Relu_0" for v in view.ids.values())
     view.collapse(group)
+    _drawn(view)
     assert not any(v.get("name") == "/enc/layer.300/Relu_0" for v in view.ids.values())
     assert not any(
         v["kind"] == "scope" and v["path"] == group and v["open"] for v in view.ids.values()

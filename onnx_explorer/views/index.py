@@ -33,6 +33,7 @@ class Edge(NamedTuple):
     dst: int  # consumer node index, or position in graph.outputs for output edges
     value: str  # "" for control edges
     control: bool = False
+    implicit: bool = False  # read inside an If/Loop/Scan body, not as a listed input
 
 
 @dataclass
@@ -106,6 +107,37 @@ def _resolve_control(graph: Graph, name: str) -> Node | None:
     return graph.node(base) if base and graph.has_node(base) else None
 
 
+def outer_names(graph: Graph) -> tuple[str, ...]:
+    """Names ``graph`` reads from enclosing graphs (bodies within it included), in first-use order.
+
+    These are the values an If/Loop/Scan body captures from its parent's scope; a name
+    defined nowhere shows up here too and is drawn as a dangling outer input.
+    """
+    cached = _OUTER.get(graph)
+    if cached is not None:
+        return cached
+    defined = set(graph.initializers) | set(graph.sparse_initializers)
+    defined.update(info.name for info in graph.declared_inputs)
+    found: dict[str, None] = {}
+    for node in graph.nodes:
+        for value in node.inputs:
+            if value and value not in defined:
+                found[value] = None
+        for _attr, body in node.subgraphs():
+            for value in outer_names(body):
+                if value not in defined:
+                    found[value] = None
+        defined.update(node.outputs)
+    for info in graph.outputs:
+        if info.name and info.name not in defined:
+            found[info.name] = None
+    result = _OUTER[graph] = tuple(found)
+    return result
+
+
+_OUTER: weakref.WeakKeyDictionary[Graph, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+
 def build_index(graph: Graph) -> GraphIndex:
     nodes = graph.nodes
     producers: dict[str, int] = {}
@@ -141,6 +173,19 @@ def build_index(graph: Graph) -> GraphIndex:
                 edges.append(Edge(FROM_INPUT, input_pos[value], i, value))
             else:
                 edges.append(Edge(FROM_OUTER, value, i, value))
+        # Values a body reads from this graph's scope: dashed edges into the If/Loop node.
+        captured = [v for _a, body in node.subgraphs() for v in outer_names(body)]
+        for value in dict.fromkeys(captured):
+            if value in node.inputs or value in stored:
+                continue
+            src = producers.get(value)
+            if src is not None:
+                if src not in folded_nodes and src != i:
+                    edges.append(Edge(FROM_NODE, src, i, value, implicit=True))
+            elif value in input_pos:
+                edges.append(Edge(FROM_INPUT, input_pos[value], i, value, implicit=True))
+            else:
+                edges.append(Edge(FROM_OUTER, value, i, value, implicit=True))
         for name in node.control_inputs:
             src_node = _resolve_control(graph, name)
             if src_node is not None and src_node.index not in folded_nodes:

@@ -47,7 +47,8 @@ def dot_string(text: str) -> str:
     backslash lose their meaning; ``"`` is escaped; ``&`` becomes ``&amp;`` because
     graphviz decodes HTML entities in labels. Only ``\\n`` line breaks that we put in
     ourselves (as real newlines in ``text``) survive as breaks. Being quoted, ``<b>``
-    stays text: HTML-like labels need ``<...>`` delimiters, which we never write.
+    stays text: HTML-like labels need ``<...>`` delimiters, which only our own
+    table labels use, with every piece of model text escaped by :func:`html_text`.
     """
     out = text.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
     return '"' + out.replace("\n", "\\n") + '"'
@@ -56,6 +57,16 @@ def dot_string(text: str) -> str:
 def dot_label(lines: list[str]) -> str:
     """A quoted DOT label of centred lines; each line must already be made single-line."""
     return dot_string("\n".join(lines))
+
+
+def html_text(value: Any) -> str:
+    """Text for a cell of a Graphviz HTML-like label: one printable line, every markup
+    character escaped, so model text can never open a tag there either."""
+    text = _BREAKS.sub("↵", as_text(value)).replace("\t", " ")
+    return (
+        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        .replace('"', "&quot;").replace("'", "&#39;")
+    )  # fmt: skip
 
 
 def xml_text(value: Any, limit: int = 4000) -> str:

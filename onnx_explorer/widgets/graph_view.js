@@ -51,6 +51,15 @@ function render({ model, el }) {
   notes.className = "oxe-graph-notes";
   const error = document.createElement("div");
   error.className = "oxe-graph-error";
+  // Shown over the drawing while dot runs in the kernel's worker thread.
+  const busy = document.createElement("div");
+  busy.className = "oxe-graph-busy";
+  const busyText = document.createElement("span");
+  const cancel = button("Cancel", "stop this layout (the dot process is killed)", () => {
+    model.send({ event: "cancel" });
+  });
+  busy.append(busyText, cancel);
+  viewport.appendChild(busy);
   el.append(toolbar, error, viewport, notes);
 
   let scale = 1;
@@ -86,11 +95,37 @@ function render({ model, el }) {
     }),
   );
 
+  const controlToggle = button("control edges", "", () => {
+    model.send({ event: "control_edges", show: model.get("control_edges") !== "show" });
+  });
+  toolbar.append(controlToggle);
+
   const showNotes = () => {
     notes.textContent = (model.get("notes") || []).join(" · ");
     const message = model.get("error") || "";
     error.textContent = message;
     error.style.display = message ? "block" : "none";
+    const shown = model.get("control_edges") === "show";
+    controlToggle.style.display = shown || model.get("control_hidden") ? "" : "none";
+    controlToggle.textContent = shown ? "hide control edges" : "show control edges";
+    controlToggle.title = shown
+      ? "hide the ordering-only (control-dependency) edges"
+      : `draw the ${model.get("control_hidden")} hidden ordering-only (control-dependency) edges`;
+  };
+
+  let busyTimer = null;
+  const showBusy = () => {
+    const what = model.get("busy") || "";
+    if (busyTimer) clearInterval(busyTimer);
+    busyTimer = null;
+    busy.style.display = what ? "flex" : "none";
+    if (!what) return;
+    const tick = () => {
+      const seconds = Math.max(0, (Date.now() - (model.get("busy_since") || Date.now())) / 1000);
+      busyText.textContent = `${what}… ${seconds.toFixed(1)} s`;
+    };
+    tick();
+    busyTimer = setInterval(tick, 200);
   };
 
   // Centre an element of the drawing in the viewport if it is not fully visible.
@@ -148,25 +183,33 @@ function render({ model, el }) {
   };
 
   const itemAt = (target) => {
-    const g = target.closest ? target.closest("g.node, g.cluster") : null;
+    if (!target.closest) return null;
+    const ids = model.get("ids") || {};
+    // A body cell inside an If/Loop node ("▸ else_branch"): Graphviz ids it "a_<cell id>".
+    const cell = target.closest('g[id^="a_"]');
+    if (cell && stage.contains(cell) && ids[cell.id.slice(2)]) {
+      return { id: cell.id.slice(2), entry: ids[cell.id.slice(2)] };
+    }
+    const g = target.closest("g.node, g.cluster");
     if (!g || !stage.contains(g)) return null;
-    const entry = (model.get("ids") || {})[g.id];
+    const entry = ids[g.id];
     return entry ? { id: g.id, entry } : null;
   };
 
-  // Python decides what a click means (select, expand, collapse, open a body):
-  // the browser only says which drawn item was hit, by its synthetic id.
+  // Python decides what a click means (select, expand, collapse, open a body): the
+  // browser only says which drawn item was hit, by its synthetic id, and on which
+  // drawing — a click that crosses a redraw is dropped rather than misread.
   const click = (target, double) => {
     const hit = itemAt(target);
     if (!hit) return;
-    model.set("clicked", `${hit.id}\u0000${double ? "double" : "single"}\u0000${Date.now()}`);
-    model.save_changes();
+    model.send({ event: "click", id: hit.id, double, version: model.get("version") });
   };
 
   // Drag pans; a press that barely moves is a click.
   let drag = null;
   viewport.addEventListener("pointerdown", (event) => {
     if (event.button !== 0) return;
+    if (event.target.closest && event.target.closest(".oxe-graph-busy")) return; // Cancel
     // Otherwise the browser starts selecting text or dragging the SVG, and cancels the pan.
     event.preventDefault();
     drag = { x: event.clientX, y: event.clientY, tx, ty, moved: false, target: event.target };
@@ -212,17 +255,23 @@ function render({ model, el }) {
     { passive: false },
   );
 
-  model.on("change:svg", loadSvg);
-  model.on("change:highlight_id", highlight);
-  model.on("change:notes", showNotes);
-  model.on("change:error", showNotes);
+  const listeners = [
+    ["change:svg", loadSvg],
+    ["change:highlight_id", highlight],
+    ["change:notes", showNotes],
+    ["change:error", showNotes],
+    ["change:control_hidden", showNotes],
+    ["change:control_edges", showNotes],
+    ["change:busy", showBusy],
+    ["change:busy_since", showBusy],
+  ];
+  for (const [name, callback] of listeners) model.on(name, callback);
   showNotes();
+  showBusy();
   loadSvg();
   return () => {
-    model.off("change:svg", loadSvg);
-    model.off("change:highlight_id", highlight);
-    model.off("change:notes", showNotes);
-    model.off("change:error", showNotes);
+    for (const [name, callback] of listeners) model.off(name, callback);
+    if (busyTimer) clearInterval(busyTimer);
   };
 }
 

@@ -1,23 +1,31 @@
 """The clickable graph: an anywidget showing the Graphviz SVG of one graph's view.
 
-The browser reports which drawn item was clicked (its synthetic id, never a model
-name); Python decides what that means — select a node, expand or collapse a scope,
-open an If/Loop/Scan body or a function — re-renders, and sets ``selected`` and
-``highlight_id``, which the browser follows.
+The browser reports which drawn item was clicked (its synthetic id and the drawing
+version it was made on, never a model name); Python decides what that means —
+select a node, expand or collapse a scope, open an If/Loop/Scan body or a function.
+
+Layout never blocks the kernel: :meth:`GraphView.render` hands the request to a
+worker thread that runs :func:`~onnx_explorer.views.layout.draw` (``dot`` in a
+subprocess, cheaper plans when it is too slow) and returns at once. A newer request
+supersedes the running one and kills its ``dot``; ``busy`` tells the browser what
+is being laid out, and the browser's Cancel button stops it.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import anywidget
 import traitlets
 
-from ..errors import ExplorerError
-from ..model import Graph, Model
-from ..views.dot import DEFAULT_HOPS, DEFAULT_MAX_NODES, DotResult, build_dot
-from ..views.render import svg_from_result
+from ..errors import ExplorerError, LayoutCancelledError
+from ..model import Graph, Model, Node
+from ..views.dot import DEFAULT_HOPS, DEFAULT_MAX_NODES, DotResult
+from ..views.index import graph_index
+from ..views.layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
 from ..views.scopes import Scope, scope_tree
 
 _HERE = Path(__file__).resolve().parent
@@ -28,8 +36,11 @@ class GraphView(anywidget.AnyWidget):
 
     ``selected`` is the selected node's name (set by a click, or from Python to highlight
     a node and bring it into view). ``expand(scope)``, ``collapse(scope)``,
-    ``focus(node, hops)`` and ``show_graph(graph)`` change what is drawn; ``notes`` says
-    what was collapsed or cut; ``error`` holds a drawing failure (e.g. Graphviz missing).
+    ``focus(node, hops)`` and ``show_graph(graph)`` change what is drawn; they return at
+    once and the drawing follows (:meth:`wait` waits for it). ``notes`` says what was
+    collapsed, cut or simplified; ``error`` holds a drawing failure (e.g. Graphviz
+    missing); ``busy`` what is being laid out right now. ``budget`` is the seconds one
+    layout may take before a cheaper view is drawn instead.
     """
 
     _esm = _HERE / "graph_view.js"
@@ -37,11 +48,13 @@ class GraphView(anywidget.AnyWidget):
 
     svg = traitlets.Unicode("").tag(sync=True)
     ids = traitlets.Dict().tag(sync=True)
+    version = traitlets.Int(0).tag(sync=True)  # of the drawing; clicks carry it
     selected = traitlets.Unicode("").tag(sync=True)
     highlight_id = traitlets.Unicode("").tag(sync=True)
-    clicked = traitlets.Unicode("").tag(sync=True)
     notes = traitlets.List(traitlets.Unicode()).tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
+    busy = traitlets.Unicode("").tag(sync=True)  # what is being laid out; "" when idle
+    busy_since = traitlets.Float(0.0).tag(sync=True)  # epoch ms, for the elapsed time
     height = traitlets.Unicode("560px").tag(sync=True)
     graph_path = traitlets.Unicode("/").tag(sync=True)
     expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -49,19 +62,28 @@ class GraphView(anywidget.AnyWidget):
     hops = traitlets.Int(DEFAULT_HOPS).tag(sync=True)
     max_nodes = traitlets.Int(DEFAULT_MAX_NODES).tag(sync=True)
     edge_labels = traitlets.Unicode("both").tag(sync=True)
+    control_edges = traitlets.Unicode("auto").tag(sync=True)
+    control_hidden = traitlets.Int(0).tag(sync=True)  # control edges left out of the drawing
+    budget = traitlets.Float(DEFAULT_BUDGET)
 
     def __init__(self, graph: Graph, model: Model | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.graph = graph
         self.model = model if model is not None else graph.model
         self.result: DotResult | None = None
-        self._rendering = False
+        self.drawing: Drawing | None = None
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._cancellation: Cancellation | None = None
+        self._worker: threading.Thread | None = None
+        self.on_msg(self._on_message)
         self.render()
 
     # -- what is drawn -----------------------------------------------------------
     def show_graph(self, graph: Graph) -> None:
         """Draw another graph (a subgraph or function body), from its first view."""
         self.graph = graph
+        self.result = None
         with self.hold_trait_notifications():
             self.expanded = []
             self.focus_node = ""
@@ -98,7 +120,7 @@ class GraphView(anywidget.AnyWidget):
         self.focus_node = node or ""
         self.render()
         if node:
-            self.selected = node
+            self.selected = node  # highlighted when the new drawing lands
 
     def reset(self) -> None:
         """Back to the automatic first view."""
@@ -106,54 +128,156 @@ class GraphView(anywidget.AnyWidget):
         self.focus_node = ""
         self.render()
 
+    def show_control_edges(self, show: bool = True) -> None:
+        """Draw the ordering-only (control-dependency) edges, or hide them."""
+        self.control_edges = "show" if show else "hide"
+        self.render()
+
     def drawn_expanded(self) -> list[str]:
         return list(self.result.expanded) if self.result is not None else list(self.expanded)
 
-    def render(self) -> None:
-        """Rebuild the DOT, lay it out, and send the SVG (errors go to ``error``)."""
-        expanded: Any = None
+    def request(self) -> ViewRequest:
+        """The view the traits describe now."""
+        expanded: tuple[str, ...] | None = None
         if self.expanded:
-            expanded = [s for s in self.expanded if s != "/"]
-        try:
-            self.result = build_dot(
-                self.graph,
-                self.model,
-                expanded=expanded,
-                focus=self.focus_node or None,
-                hops=self.hops,
-                max_nodes=self.max_nodes,
-                edge_labels=self.edge_labels,
-            )
-        except Exception as exc:  # the drawing must never take the rest of the explorer down
-            self._show_error(f"cannot build the view: {type(exc).__name__}: {exc}")
-            return
-        try:
-            svg = svg_from_result(self.result)
-        except ExplorerError as exc:
-            self._show_error(str(exc), notes=list(self.result.notes))
-            return
-        with self.hold_trait_notifications():
-            self.error = ""
-            self.ids = {k: dict(v) for k, v in self.result.ids.items()}
-            self.notes = list(self.result.notes)
-            self.svg = svg
-        self._update_highlight()
+            expanded = tuple(s for s in self.expanded if s != "/")
+        return ViewRequest(
+            expanded=expanded,
+            focus=self.focus_node or None,
+            hops=self.hops,
+            max_nodes=self.max_nodes,
+            edge_labels=self.edge_labels,
+            control_edges=self.control_edges,
+        )
 
-    def _show_error(self, message: str, notes: list[str] | None = None) -> None:
-        with self.hold_trait_notifications():
-            self.svg = ""
-            self.ids = {}
-            self.notes = notes or []
-            self.error = message
+    # -- layout in the background ---------------------------------------------------
+    def render(self) -> None:
+        """Redraw in the background; returns at once (errors go to ``error``)."""
+        request, graph, model = self.request(), self.graph, self.model
+        cancellation = Cancellation()
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+            previous, self._cancellation = self._cancellation, cancellation
+        if previous is not None:
+            previous.cancel()  # superseded: its dot is killed now, not when it finishes
+        with self.hold_sync():
+            self.busy = "building the view"
+            self.busy_since = time.time() * 1000
+        worker = threading.Thread(
+            target=self._draw,
+            args=(generation, graph, model, request, cancellation),
+            name="oxe-layout",
+            daemon=True,
+        )
+        self._worker = worker
+        worker.start()
+
+    def _draw(
+        self,
+        generation: int,
+        graph: Graph,
+        model: Model | None,
+        request: ViewRequest,
+        cancellation: Cancellation,
+    ) -> None:
+        def attempt(result: DotResult) -> None:
+            if self._current(generation):
+                self.busy = f"laying out {result.drawn:,} boxes"
+
+        try:
+            drawing = draw(
+                graph, model, request, budget=self.budget,
+                cancellation=cancellation, on_attempt=attempt,
+            )  # fmt: skip
+        except LayoutCancelledError:
+            if self._current(generation):
+                with self.hold_sync():
+                    self.busy = ""
+                    self.error = "Layout cancelled." + (
+                        " The previous drawing is kept." if self.svg else ""
+                    )
+            return
+        except ExplorerError as exc:
+            self._publish_error(generation, str(exc))
+            return
+        except Exception as exc:  # the drawing must never take the rest of the explorer down
+            self._publish_error(generation, f"cannot build the view: {type(exc).__name__}: {exc}")
+            return
+        self._publish(generation, drawing)
+
+    def _current(self, generation: int) -> bool:
+        return generation == self._generation
+
+    def _publish(self, generation: int, drawing: Drawing) -> None:
+        with self._lock:
+            if not self._current(generation):
+                return  # superseded while dot ran: a newer drawing is on its way
+            result = drawing.result
+            self.result, self.drawing = result, drawing
+            notes = list(result.notes)
+            if drawing.simplified:
+                notes.insert(0, drawing.simplified)
+            with self.hold_sync():
+                self.error = ""
+                self.ids = {k: dict(v) for k, v in result.ids.items()}
+                self.notes = notes
+                self.control_hidden = result.control_hidden
+                self.svg = drawing.svg
+                self.version += 1
+                self.busy = ""
+        self._update_highlight(reveal=True)
+
+    def _publish_error(self, generation: int, message: str) -> None:
+        with self._lock:
+            if not self._current(generation):
+                return
+            self.result = None
+            with self.hold_sync():
+                self.svg = ""
+                self.ids = {}
+                self.version += 1
+                self.error = message
+                self.busy = ""
+
+    def cancel(self) -> None:
+        """Stop the layout in progress (its ``dot`` is killed); the last drawing stays."""
+        with self._lock:
+            cancellation = self._cancellation
+        if cancellation is not None:
+            cancellation.cancel()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the latest requested drawing is shown; False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            worker = self._worker
+            if worker is None:
+                return True
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            worker.join(left)
+            if worker.is_alive():
+                return False
+            if worker is self._worker:
+                return True
+
+    def close(self) -> None:
+        self.cancel()
+        super().close()
 
     # -- clicks and selection ------------------------------------------------------
-    @traitlets.observe("clicked")
-    def _on_clicked(self, change: Any) -> None:
-        if not change["new"]:
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
             return
-        item_id, _, rest = change["new"].partition("\0")
-        double = rest.startswith("double")
-        self.click(item_id, double=double)
+        event = content.get("event")
+        if event == "cancel":
+            self.cancel()
+        elif event == "click":
+            if content.get("version") != self.version:
+                return  # made on a drawing that has since been replaced: ids differ
+            self.click(str(content.get("id", "")), double=bool(content.get("double")))
+        elif event == "control_edges":
+            self.show_control_edges(bool(content.get("show")))
 
     def click(self, item_id: str, double: bool = False) -> None:
         """What a click on the drawn item ``item_id`` does (also used by tests)."""
@@ -161,7 +285,14 @@ class GraphView(anywidget.AnyWidget):
         if entry is None or self.result is None:
             return
         kind = entry.get("kind")
-        if kind == "node":
+        if kind == "body":
+            if double:
+                self.open_body(entry["path"])
+            else:
+                node_entry = self.ids.get(entry["node"], {})
+                if "index" in node_entry:
+                    self.selected = self.graph.nodes[int(node_entry["index"])].name
+        elif kind == "node":
             node = self.graph.nodes[int(entry["index"])]
             graphs = entry.get("graphs") or []
             if double and graphs:
@@ -185,27 +316,44 @@ class GraphView(anywidget.AnyWidget):
         self._update_highlight(reveal=True)
 
     def _update_highlight(self, reveal: bool = False) -> None:
-        name = self.selected
-        if not name or self.result is None or not self.graph.has_node(name):
+        """Point ``highlight_id`` at the selected node; open its scopes if it is hidden.
+
+        A node already drawn costs no layout; a hidden one costs exactly one.
+        """
+        name, result = self.selected, self.result
+        if not name or not self.graph.has_node(name):
             self.highlight_id = ""
             return
+        if result is None or (reveal and self.busy):
+            return  # the drawing in progress highlights (and reveals) it when it lands
         node = self.graph.node(name)
-        location = self.result.locate(node)
+        location = result.locate(node)
         entry = self.ids.get(location or "", {})
-        if reveal and entry.get("kind") == "scope" and not self._rendering:
-            # The node is hidden in a collapsed scope: open it (and its parents) to show it.
-            self._rendering = True
-            try:
-                for _ in range(8):
-                    if entry.get("kind") != "scope":
-                        break
-                    self.expanded = [*self.drawn_expanded(), entry["path"]]
-                    self.render()
-                    location = self.result.locate(node)
-                    entry = self.ids.get(location or "", {})
-            finally:
-                self._rendering = False
+        if reveal and entry.get("kind") == "scope":
+            scope = _scope_showing(self.graph, node)
+            if scope is not None and scope.path not in self.drawn_expanded():
+                self.expanded = [*self.drawn_expanded(), scope.path]
+                self.focus_node = ""
+                self.render()
+        elif reveal and location is None and self.focus_node:
+            self.focus(name, self.hops)  # outside the drawn neighbourhood: move it
+            return
         self.highlight_id = location or ""
+
+
+def _scope_showing(graph: Graph, node: Node) -> Scope | None:
+    """The innermost non-trivial scope a node (or, for a folded constant, its reader) sits in."""
+    tree = scope_tree(graph)
+    index = node.index
+    if index in graph_index(graph).folded_nodes:
+        readers = graph.consumers(node.outputs[0]) if node.outputs else ()
+        if not readers:
+            return None
+        index = readers[0].index
+    scope: Scope | None = tree.node_scope[index]
+    while scope is not None and (scope.trivial or scope.is_root):
+        scope = scope.parent
+    return scope
 
 
 def _inside(scope: Scope | None, ancestor: Scope | None) -> bool:
