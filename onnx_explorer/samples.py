@@ -205,6 +205,85 @@ def tiny_transformer(
     return model
 
 
+def frozen_tf1_graphdef(blocks: int = 14, batch_norm_ops: int = 3) -> bytes:
+    """A TF1-style frozen MobileNet GraphDef (``.pbtxt`` text) that is hard to lay out.
+
+    Every op of every scope sends a control dependency (``^name``) into one ``NoOp``,
+    as ``tf.group`` initialisers do: drawn naively, Graphviz needs about a minute for
+    its 145 boxes. The explorer hides those edges (bundled, with a note and a toggle).
+    """
+    lines: list[str] = []
+
+    def node(name: str, op: str, inputs: tuple[str, ...] = (), dtype: bool = True) -> None:
+        ins = "".join(f' input: "{i}"' for i in inputs)
+        attr = ' attr { key: "T" value { type: DT_FLOAT } }' if dtype else ""
+        lines.append(f'node {{ name: "{name}" op: "{op}"{ins}{attr} }}')
+
+    lines.append(
+        'node { name: "input" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } '
+        'attr { key: "shape" value { shape { dim { size: 1 } dim { size: 224 } '
+        "dim { size: 224 } dim { size: 3 } } } } }"
+    )
+    previous, controls = "input", []
+    for b in range(blocks):
+        for part in ("depthwise", "pointwise"):
+            scope = f"MobilenetV1/MobilenetV1/Conv2d_{b}_{part}"
+            lines.append(
+                f'node {{ name: "{scope}/weights" op: "Const" attr {{ key: "dtype" value {{ '
+                'type: DT_FLOAT } } attr { key: "value" value { tensor { dtype: DT_FLOAT '
+                "tensor_shape { dim { size: 3 } dim { size: 3 } dim { size: 8 } dim { size: 8 } "
+                "} float_val: 0.1 } } } }"
+            )
+            node(f"{scope}/Conv2D", "Conv2D", (previous, f"{scope}/weights"))
+            last = f"{scope}/Conv2D"
+            for k in range(batch_norm_ops):
+                name = f"{scope}/BatchNorm/mul_{k}"
+                node(name, "Mul", (last, f"{scope}/weights"))
+                controls.append(f"^{name}")
+                last = name
+            node(f"{scope}/Relu6", "Relu6", (last,))
+            previous = f"{scope}/Relu6"
+    node("init", "NoOp", tuple(controls), dtype=False)
+    node("MobilenetV1/Predictions/Softmax", "Softmax", (previous, "^init"))
+    return "\n".join(lines).encode()
+
+
+def dense_blocks(blocks: int = 4, layers: int = 12) -> onnx.ModelProto:
+    """A DenseNet-like graph: each layer reads the concatenation of all earlier ones.
+
+    Its clustered layout is very sensitive to Graphviz's ranking mode: here 0.9 s with
+    the default ranking and over 100 s with ``newrank=true`` (real DenseNet exports have
+    shown the opposite), which is why the explorer races both.
+    """
+    nodes, previous = [], "x"
+    for b in range(blocks):
+        features = [previous]
+        for k in range(layers):
+            s = f"/features/denseblock{b}/denselayer{k}"
+            nodes += [
+                helper.make_node("Concat", features, [f"{s}/cat"], name=f"{s}/Concat", axis=1),
+                helper.make_node("BatchNormalization", [f"{s}/cat", "scale", "bias", "mean", "var"],
+                                 [f"{s}/bn"], name=f"{s}/norm1/BatchNormalization"),
+                helper.make_node("Relu", [f"{s}/bn"], [f"{s}/r1"], name=f"{s}/relu1/Relu"),
+                helper.make_node("Conv", [f"{s}/r1", "w"], [f"{s}/c1"], name=f"{s}/conv1/Conv"),
+                helper.make_node("Relu", [f"{s}/c1"], [f"{s}/r2"], name=f"{s}/relu2/Relu"),
+                helper.make_node("Conv", [f"{s}/r2", "w"], [f"{s}/out"], name=f"{s}/conv2/Conv"),
+            ]  # fmt: skip
+            features.append(f"{s}/out")
+        t = f"/features/transition{b}"
+        nodes.append(helper.make_node("Concat", features, [f"{t}/cat"], name=f"{t}/Concat", axis=1))
+        nodes.append(helper.make_node("Conv", [f"{t}/cat", "w"], [f"{t}/out"], name=f"{t}/Conv"))
+        previous = f"{t}/out"
+    inits = [helper.make_tensor(n, TensorProto.FLOAT, [1], [1.0])
+             for n in ("scale", "bias", "mean", "var", "w")]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "dense_blocks",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, None)], inits,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
 def save_with_external_data(
     model: onnx.ModelProto, path: str | Path, location: str | None = None
 ) -> Path:

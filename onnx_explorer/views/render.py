@@ -130,10 +130,12 @@ class Layout:
         error = ""
         if process.returncode != 0 or not _is_drawing(out, self.fmt):
             lines = err.decode("utf-8", "replace").strip().splitlines()
+            error = " ".join(lines[-3:])
             if process.returncode and process.returncode < 0:
-                error = f"dot was stopped by signal {-process.returncode}"
-            else:
-                error = " ".join(lines[-3:]) or "no drawing in its output"
+                error = f"dot was stopped by signal {-process.returncode}" + (
+                    f" ({error})" if error else ""
+                )
+            error = error or "no drawing in its output"
         with self._done:
             self._results.append((k, None if error else out, error))
             self._done.notify_all()
