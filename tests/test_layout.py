@@ -247,7 +247,7 @@ def _if_reading_outer_values():
             helper.make_node(
                 "If", ["cond"], ["y"], name="branch", then_branch=then_body, else_branch=else_body
             ),
-        ],  # fmt: skip
+        ],
         "g",
         [
             helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
