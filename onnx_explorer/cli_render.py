@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .views.dot import DEFAULT_HOPS, DEFAULT_MAX_NODES, EDGE_LABELS
+from .views.dot import CONTROL_EDGES, DEFAULT_HOPS, DEFAULT_MAX_NODES, EDGE_LABELS
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -18,7 +18,11 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
     model = load(args.path, external_data_dir=args.external_data_dir)
     graph = model.graph_at(args.graph) if args.graph else model.graph
-    options: dict[str, Any] = {"max_nodes": args.max_nodes, "edge_labels": args.edge_labels}
+    options: dict[str, Any] = {
+        "max_nodes": args.max_nodes,
+        "edge_labels": args.edge_labels,
+        "control_edges": args.control_edges,
+    }
     if args.expand:
         options["expanded"] = "all" if args.expand == ["all"] else args.expand
     if args.focus:
@@ -54,6 +58,9 @@ def register(sub: Any, add_common: Callable[[argparse.ArgumentParser], None]) ->
     parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES,
                         help="most nodes in one layout")  # fmt: skip
     parser.add_argument("--edge-labels", choices=EDGE_LABELS, default="both")
+    parser.add_argument("--control-edges", choices=CONTROL_EDGES, default="auto",
+                        help="ordering-only edges (GraphDef ^name): auto hides them when "
+                        "there are many")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                         help="stop Graphviz after this long (default 60)")  # fmt: skip
     parser.set_defaults(handler=_cmd_render)

@@ -576,8 +576,7 @@ class _Builder:
             self.control_hidden = len(controls)
             if controls:
                 self.notes.append(
-                    f"{len(controls):,} control-dependency edges hidden (ordering only; "
-                    "show them with control_edges='show')"
+                    f"{len(controls):,} control-dependency edges hidden (ordering only)"
                 )
         for (src, dst), (values, control, implicit, count) in merged.items():
             eid = self.new_id("e")

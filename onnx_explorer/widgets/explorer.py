@@ -20,10 +20,12 @@ from . import html as h
 from .attribute_panel import AttributePanel
 from .model_panel import ModelPanel
 from .node_list import NodeList
-from .static import static_html
+from .static import static_html, with_static_fallback
 from .tensor_panel import TensorPanel
 
 TAB_NODES, TAB_TENSORS, TAB_MODEL = 0, 1, 2
+#: Seconds a display waits for the first drawing, so its static copy has one.
+STATIC_DRAWING_WAIT = 10.0
 
 
 class Explorer(widgets.VBox):
@@ -122,6 +124,11 @@ class Explorer(widgets.VBox):
         self.attribute_panel.show(None, None)
         self._update_breadcrumb()
 
+    def close(self) -> None:
+        """Close the explorer; a layout still running is cancelled (its ``dot`` killed)."""
+        self.graph_view.close()
+        super().close()
+
     # -- keeping every panel on the same selection ---------------------------------
     @traitlets.observe("selected_name")
     def _on_selected_name(self, change: Any) -> None:
@@ -189,15 +196,30 @@ class Explorer(widgets.VBox):
         return layout_note(self.model, tensor.name)
 
     # -- display without a kernel ---------------------------------------------------
-    def static_html(self) -> str:
-        svg = getattr(self.graph_view, "svg", "") or ""
+    def static_html(self, wait: float = STATIC_DRAWING_WAIT) -> str:
+        """The kernel-free copy: summary tables and the current drawing.
+
+        When no drawing has been shown yet (layout runs in the background), waits up to
+        ``wait`` seconds for the first one, so that a saved notebook keeps a picture.
+        """
+        view = self.graph_view
+        waiter = getattr(view, "wait", None)
+        if not view.svg and not view.error and waiter is not None:
+            waiter(wait)
+        svg = view.svg or ""
         start = svg.find("<svg")
-        return static_html(self.model, svg[start:] if start >= 0 else None)
+        drawing = svg[start:] if start >= 0 else None
+        note = None
+        if drawing is None and not view.error:
+            note = "The drawing was not ready when this output was made."
+        return static_html(self.model, drawing, note=note)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
-        bundle["text/html"] = self.static_html()
-        return bundle
+        # The widget view, its static copy (text/html) and onnx_explorer's own view type,
+        # which the bundled JupyterLab / Notebook 7 extension renders: live widget while
+        # the kernel has it, the static copy when a saved notebook is reopened.
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        return with_static_fallback(bundle, self.static_html())
 
 
 def explore(
