@@ -18,6 +18,13 @@ fi
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[dev]"
+# The prebuilt JupyterLab / Notebook 7 extension: a wheel installs it as data files, an
+# editable install does not, so link the committed build where Jupyter looks for it.
+labext=.venv/share/jupyter/labextensions/onnx-explorer
+if [ ! -e "$labext/package.json" ]; then
+    mkdir -p "$(dirname "$labext")"
+    ln -sfn "$PWD/onnx_explorer/labextension" "$labext"
+fi
 
 # The main job: build an example model with external data and look inside it.
 .venv/bin/python examples/make_examples.py

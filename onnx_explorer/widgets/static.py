@@ -1,15 +1,36 @@
 """The explorer's kernel-free fallback: a static summary plus the first graph picture.
 
-Shown where widgets cannot run (GitHub, nbviewer, ``nbconvert --to html``).
+Shown where widgets cannot run (GitHub, nbviewer, ``nbconvert --to html``), and, through
+the package's JupyterLab / Notebook 7 extension (``labextension/``), in a saved notebook
+reopened there without the widget's kernel.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ..model import Model
 from ..summary import human_bytes, human_count, summarize
 from . import html as h
 
 MAX_OPS = 20
+
+WIDGET_VIEW_MIMETYPE = "application/vnd.jupyter.widget-view+json"
+#: The explorer's own output type. The onnx-explorer extension ranks it ahead of the widget
+#: view: it shows the live widget while the kernel has its model, else the ``text/html``
+#: static copy of the same output (never "Error displaying widget: model not found").
+#: Front ends without the extension ignore it and keep using the two others.
+VIEW_MIMETYPE = "application/vnd.onnx-explorer.view+json"
+
+
+def with_static_fallback(bundle: dict[str, Any], html: str) -> dict[str, Any]:
+    """A widget's mimebundle plus the static copy and the explorer's own view type."""
+    bundle = dict(bundle)
+    view = bundle.get(WIDGET_VIEW_MIMETYPE)
+    if isinstance(view, dict):
+        bundle[VIEW_MIMETYPE] = {"model_id": view.get("model_id", ""), "fallback": "text/html"}
+    bundle["text/html"] = html
+    return bundle
 
 
 def static_html(model: Model, svg: str | None = None, note: str | None = None) -> str:
