@@ -34,7 +34,7 @@ def test_click_selects_and_python_selection_highlights():
     view = _drawn(GraphView(ox.load(mlp()).graph))
     assert view.svg.startswith("<svg") and not view.error
     # The browser reports a click on a drawn node by its synthetic id.
-    _click(view, _id_of(view, '/layer1/Relu'))
+    _click(view, _id_of(view, "/layer1/Relu"))
     assert view.selected == "/layer1/Relu"
     assert view.highlight_id == _id_of(view, "/layer1/Relu")
     # From Python: the highlight follows.
@@ -59,12 +59,15 @@ def _scoped_chain(layers: int, per_layer: int = 60) -> onnx.ModelProto:
     return helper.make_model(graph)
 
 
-def test_clicking_a_collapsed_scope_expands_it():
+def test_double_clicking_a_collapsed_scope_expands_it_and_one_click_does_not():
     view = _drawn(GraphView(ox.load(_scoped_chain(40)).graph))
     collapsed = [(k, v) for k, v in view.ids.items() if v["kind"] == "scope" and not v["open"]]
     assert collapsed
     item_id, entry = collapsed[-1]
-    _click(view, item_id)
+    version = view.version
+    _click(view, item_id)  # one click only picks the box, in the browser
+    assert view.version == version and entry["path"] not in view.result.expanded
+    _click(view, item_id, double=True)
     assert entry["path"] in view.result.expanded
     opened = [v for v in view.ids.values() if v["kind"] == "scope" and v["path"] == entry["path"]]
     assert opened and opened[0]["open"]
@@ -96,7 +99,7 @@ def test_focus_and_reset():
 def test_double_click_opens_a_body():
     model = ox.load(nested_if(2))
     view = _drawn(GraphView(model.graph, model))
-    _click(view, _id_of(view, '/If'), double=True)
+    _click(view, _id_of(view, "/If"), double=True)
     assert view.graph_path in ("/If/then_branch", "/If/else_branch")
     assert view.graph is model.graph_at(view.graph_path)
 

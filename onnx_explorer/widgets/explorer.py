@@ -7,6 +7,7 @@ current graph and the selected node) and tells every panel when it changes.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
@@ -57,21 +58,24 @@ class Explorer(widgets.VBox):
         self.tabs = widgets.Tab(
             [widgets.VBox([self.node_list, self.attribute_panel]), self.tensor_panel,
              self.model_panel],
-            layout=widgets.Layout(width="42%", min_width="320px"),
         )  # fmt: skip
         for i, title in enumerate(("nodes", "tensors", "model")):
             self.tabs.set_title(i, title)
-        self.graph_view.layout.width = "58%"
-        super().__init__(
-            [self.breadcrumb, widgets.HBox([self.graph_view, self.tabs])],
-            **kwargs,
-        )
+        # The graph takes most of the width; the panels sit beside it, as tall as the
+        # graph pane, scrolling on their own (graph_view.css: .oxe-side).
+        self.graph_view.layout = widgets.Layout(flex="1 1 64%", min_width="0")
+        side = widgets.Box([self.tabs], layout=widgets.Layout(flex="0 0 36%", min_width="340px"))
+        main = widgets.HBox([self.graph_view, side], layout=widgets.Layout(width="100%"))
+        super().__init__([self.breadcrumb, main], **kwargs)
         self.add_class("oxe-explorer")
+        side.add_class("oxe-side")
+        main.add_class("oxe-main")
         self.tabs.add_class("oxe-tabs")
         self.breadcrumb.add_class("oxe-breadcrumb")
         self.graph_view.observe(self._on_view_selected, "selected")
         self.graph_view.observe(self._on_view_graph, "graph_path")
         self.node_list.observe(self._on_list_selected, "selected")
+        self.node_list.observe(self._on_search, "revision")
         self._update_breadcrumb()
 
     # -- the Python side of the two-way link ---------------------------------------
@@ -124,6 +128,10 @@ class Explorer(widgets.VBox):
         self.attribute_panel.show(None, None)
         self._update_breadcrumb()
 
+    def save(self, path: str | os.PathLike[str], timeout: float = 60.0) -> Path:
+        """Save the graph view shown now as ``.svg``, ``.png`` or ``.dot`` (by the suffix)."""
+        return self.graph_view.save(Path(path), timeout)
+
     def close(self) -> None:
         """Close the explorer; a layout still running is cancelled (its ``dot`` killed)."""
         self.graph_view.close()
@@ -154,6 +162,10 @@ class Explorer(widgets.VBox):
         # A double click in the drawing opened an If/Loop/Scan body or a function.
         if change["new"] != self.graph_path:
             self.show_graph(change["new"])
+
+    def _on_search(self, _change: Any) -> None:
+        # Search and filter hits are marked in the drawing, with next/previous buttons.
+        self.graph_view.set_matches(self.node_list.matches if self.node_list.filtering else [])
 
     def _on_list_selected(self, change: Any) -> None:
         if not self._syncing and change["new"] is not None:

@@ -1,12 +1,22 @@
-// The clickable graph: Graphviz SVG with pan, zoom and fit; clicks set synced traits.
+// The clickable graph: Graphviz SVG with pan, zoom, minimap, keyboard; events go to Python.
 // Written for onnx_explorer; no network access, no third-party code.
+//
+// Notebook etiquette: the wheel scrolls the page (Ctrl/⌘+wheel or a pinch zooms), keys
+// pressed here stop here, colours follow the JupyterLab theme. Python decides what a
+// click means; the browser says which drawn item was hit and on which drawing.
 
-const SVG_NS = "http://www.w3.org/2000/svg";
+const READABLE = 0.75; // scale at which Graphviz's 10 pt labels are 10 px high on screen
+const PT = 4 / 3; // Graphviz sizes are in points; the page in CSS px
+const MARGIN = 24; // px kept free around the drawing when anchoring it
+const MINIMAP_MAX = { width: 180, height: 140 };
+const HELP =
+  "click: select · double-click: open or close (scope, body) · drag: pan · " +
+  "Ctrl/⌘+wheel: zoom · / search · Esc: deselect · Enter: open · +/−/0: zoom, fit · arrows: pan";
 
-function button(label, title, onClick) {
+function button(label, title, onClick, className = "") {
   const b = document.createElement("button");
   b.type = "button";
-  b.className = "oxe-graph-button";
+  b.className = `oxe-graph-button ${className}`.trim();
   b.textContent = label;
   b.title = title;
   b.addEventListener("click", (event) => {
@@ -14,6 +24,13 @@ function button(label, title, onClick) {
     onClick();
   });
   return b;
+}
+
+function element(tag, className, text) {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text) e.textContent = text;
+  return e;
 }
 
 // Parse the SVG as XML and keep only drawing: no scripts, no event handlers, no links out.
@@ -26,48 +43,90 @@ function parseSvg(text) {
   for (const bad of svg.querySelectorAll("script, foreignObject, iframe, object, embed")) {
     bad.remove();
   }
-  for (const element of svg.querySelectorAll("*")) {
-    for (const attribute of Array.from(element.attributes)) {
+  for (const node of svg.querySelectorAll("*")) {
+    for (const attribute of Array.from(node.attributes)) {
       const name = attribute.name.toLowerCase();
       if (name.startsWith("on") || name === "href" || name === "xlink:href") {
-        element.removeAttribute(attribute.name);
+        node.removeAttribute(attribute.name);
       }
     }
   }
   return document.importNode(svg, true);
 }
 
+// A stable key for a drawn item across redraws (synthetic ids are renumbered each time).
+function keyOf(entry) {
+  if (!entry) return null;
+  if (entry.kind === "scope") return `scope:${entry.path}`;
+  if (entry.kind === "node") return `node:${entry.name}`;
+  if (entry.kind === "input" || entry.kind === "output") return `${entry.kind}:${entry.name}`;
+  return null;
+}
+
+function download(name, blob) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
 function render({ model, el }) {
   el.classList.add("oxe-graph");
-  const toolbar = document.createElement("div");
-  toolbar.className = "oxe-graph-toolbar";
-  const viewport = document.createElement("div");
-  viewport.className = "oxe-graph-viewport";
-  viewport.style.height = model.get("height") || "560px";
-  const stage = document.createElement("div");
-  stage.className = "oxe-graph-stage";
-  viewport.appendChild(stage);
-  const notes = document.createElement("div");
-  notes.className = "oxe-graph-notes";
-  const error = document.createElement("div");
-  error.className = "oxe-graph-error";
-  // Shown over the drawing while dot runs in the kernel's worker thread.
-  const busy = document.createElement("div");
-  busy.className = "oxe-graph-busy";
-  const busyText = document.createElement("span");
-  const cancel = button("Cancel", "stop this layout (the dot process is killed)", () => {
-    model.send({ event: "cancel" });
-  });
-  busy.append(busyText, cancel);
-  viewport.appendChild(busy);
-  el.append(toolbar, error, viewport, notes);
+  // Lumino (JupyterLab, Notebook 7) runs no shortcut for keys pressed inside this element.
+  el.setAttribute("data-lm-suppress-shortcuts", "true");
 
+  const toolbar = element("div", "oxe-graph-toolbar");
+  const help = element("div", "oxe-graph-help", HELP);
+  const viewport = element("div", "oxe-graph-viewport");
+  viewport.tabIndex = 0;
+  // Lumino matches a shortcut's selector against the focused element itself before it
+  // looks for this attribute on ancestors: the focusable pane needs it too (Notebook 7
+  // listens in the capture phase, where stopPropagation comes too late).
+  viewport.setAttribute("data-lm-suppress-shortcuts", "true");
+  viewport.style.height = model.get("height") || "";
+  const stage = element("div", "oxe-graph-stage");
+  const ring = element("div", "oxe-graph-ring"); // the selection, visible at any zoom
+  const minimap = element("div", "oxe-graph-minimap");
+  const minimapImage = element("img");
+  minimapImage.alt = "";
+  minimapImage.draggable = false;
+  const minimapFrame = element("div", "oxe-graph-minimap-frame");
+  minimap.append(minimapImage, minimapFrame);
+  const busy = element("div", "oxe-graph-busy");
+  const busyText = element("span");
+  busy.append(
+    busyText,
+    button("Cancel", "stop this layout (its dot process is killed)", () =>
+      model.send({ event: "cancel" }),
+    ),
+  );
+  viewport.append(stage, ring, minimap, busy);
+  const notes = element("div", "oxe-graph-notes");
+  const error = element("div", "oxe-graph-error");
+  const status = element("div", "oxe-graph-status");
+  el.append(toolbar, error, viewport, status, notes, help);
+
+  // -- the view transform: screen = stage * scale + (tx, ty) --------------------------
   let scale = 1;
   let tx = 0;
   let ty = 0;
   let svgSize = { width: 1, height: 1 };
+  let svgText = "";
+  let shownPath = null; // graph path of the drawing on screen
+  const savedViews = new Map(); // graph path → {scale, tx, ty}: breadcrumbs come back here
+  let anchor = null; // {key, x, y}: keep this item's top centre there on the next drawing
+  let lastClicked = null; // id clicked in the drawing: do not move the view for it
+  let picked = null; // a scope picked with one click (browser-side selection)
+
+  const size = () => ({ width: viewport.clientWidth || 600, height: viewport.clientHeight || 400 });
   const apply = () => {
     stage.style.transform = `translate(${tx}px, ${ty}px) scale(${scale})`;
+    placeRing();
+    placeMinimap();
   };
   const zoomAt = (factor, cx, cy) => {
     const next = Math.min(8, Math.max(0.02, scale * factor));
@@ -76,29 +135,217 @@ function render({ model, el }) {
     scale = next;
     apply();
   };
+  const zoomCentre = (factor) => zoomAt(factor, size().width / 2, size().height / 2);
+  const fitScale = () =>
+    Math.min(size().width / svgSize.width, size().height / svgSize.height, 1.5);
   const fit = () => {
-    const width = viewport.clientWidth || 600;
-    const height = viewport.clientHeight || 500;
-    scale = Math.min(width / svgSize.width, height / svgSize.height, 1.5);
-    tx = (width - svgSize.width * scale) / 2;
-    ty = Math.max(0, (height - svgSize.height * scale) / 2);
+    scale = fitScale();
+    tx = (size().width - svgSize.width * scale) / 2;
+    ty = Math.max(0, (size().height - svgSize.height * scale) / 2);
     apply();
   };
 
-  toolbar.append(
-    button("+", "zoom in", () => zoomAt(1.25, viewport.clientWidth / 2, viewport.clientHeight / 2)),
-    button("−", "zoom out", () => zoomAt(0.8, viewport.clientWidth / 2, viewport.clientHeight / 2)),
-    button("fit", "fit the whole graph in view", fit),
-    button("1:1", "actual size", () => {
-      scale = 1;
-      apply();
-    }),
-  );
+  // Where an element of the drawing is, in unscaled stage px.
+  const boxOf = (node) => {
+    const r = node.getBoundingClientRect();
+    const s = stage.getBoundingClientRect();
+    return {
+      x: (r.left - s.left) / scale,
+      y: (r.top - s.top) / scale,
+      width: r.width / scale,
+      height: r.height / scale,
+    };
+  };
+  const elementFor = (id) => (id ? stage.querySelector(`g[id="${CSS.escape(id)}"]`) : null);
+  const findByKey = (key) => {
+    const ids = model.get("ids") || {};
+    for (const [id, entry] of Object.entries(ids)) {
+      if (keyOf(entry) === key) return elementFor(id);
+    }
+    return null;
+  };
 
-  const controlToggle = button("control edges", "", () => {
-    model.send({ event: "control_edges", show: model.get("control_edges") !== "show" });
+  // Readable first view: ~100 % anchored at the graph inputs, unless all of it is
+  // readable when fitted.
+  const firstView = () => {
+    if (fitScale() >= READABLE) {
+      fit();
+      return;
+    }
+    const ids = model.get("ids") || {};
+    const inputs = Object.entries(ids)
+      .filter(([, entry]) => entry.kind === "input")
+      .map(([id]) => elementFor(id))
+      .filter(Boolean)
+      .map(boxOf); // measured at the current scale, before it changes
+    scale = 1;
+    let cx = svgSize.width / 2;
+    let top = 0;
+    if (inputs.length) {
+      const left = Math.min(...inputs.map((b) => b.x));
+      const right = Math.max(...inputs.map((b) => b.x + b.width));
+      cx = (left + right) / 2;
+      top = Math.min(...inputs.map((b) => b.y));
+    }
+    const { width } = size();
+    tx = width / 2 - cx * scale;
+    // Never leave the drawing's left edge inside the pane when it is wider than the pane.
+    if (svgSize.width * scale > width) tx = Math.min(MARGIN, Math.max(tx, width - MARGIN - svgSize.width * scale));
+    else tx = (width - svgSize.width * scale) / 2;
+    ty = MARGIN - top * scale;
+    apply();
+  };
+
+  // Put a drawn element's centre in the middle of the pane, zooming in to readable.
+  const centreOn = (node) => {
+    const box = boxOf(node);
+    if (scale < READABLE) scale = 1;
+    const { width, height } = size();
+    tx = width / 2 - (box.x + box.width / 2) * scale;
+    ty = height / 2 - (box.y + box.height / 2) * scale;
+    apply();
+  };
+  const visible = (node) => {
+    const r = node.getBoundingClientRect();
+    const v = viewport.getBoundingClientRect();
+    return r.left >= v.left && r.right <= v.right && r.top >= v.top && r.bottom <= v.bottom;
+  };
+
+  // -- selection ring and search hits --------------------------------------------------
+  function placeRing() {
+    const node = elementFor(model.get("highlight_id")) || (picked && elementFor(picked));
+    if (!node) {
+      ring.style.display = "none";
+      return;
+    }
+    const r = node.getBoundingClientRect();
+    const v = viewport.getBoundingClientRect();
+    const w = Math.max(r.width, 18);
+    const h = Math.max(r.height, 18);
+    ring.style.display = "block";
+    ring.style.left = `${r.left - v.left + r.width / 2 - w / 2 - 5}px`;
+    ring.style.top = `${r.top - v.top + r.height / 2 - h / 2 - 5}px`;
+    ring.style.width = `${w + 10}px`;
+    ring.style.height = `${h + 10}px`;
+  }
+
+  const highlight = () => {
+    for (const old of stage.querySelectorAll(".oxe-selected")) old.classList.remove("oxe-selected");
+    const id = model.get("highlight_id");
+    const node = elementFor(id);
+    if (node) {
+      picked = null;
+      node.classList.add("oxe-selected");
+      // A node clicked in the drawing is where the user looks: do not move it.
+      if (id !== lastClicked || !visible(node)) centreOn(node);
+    }
+    lastClicked = null;
+    placeRing();
+  };
+
+  const showMatches = () => {
+    for (const old of stage.querySelectorAll(".oxe-match")) old.classList.remove("oxe-match");
+    const ids = model.get("matches") || [];
+    for (const id of ids) {
+      const node = elementFor(id);
+      if (node) node.classList.add("oxe-match");
+    }
+    const total = model.get("match_total") || 0;
+    matchInfo.textContent = total ? `${total.toLocaleString()} match${total === 1 ? "" : "es"}` : "";
+    for (const b of matchButtons) b.style.display = total ? "" : "none";
+  };
+
+  // -- minimap: the whole drawing small, the viewport as a frame; drag to move --------
+  let minimapUrl = null;
+  let minimapScale = 1;
+  function placeMinimap() {
+    const { width, height } = size();
+    const big = svgSize.width * scale > width + 2 || svgSize.height * scale > height + 2;
+    minimap.style.display = svgText && big ? "block" : "none";
+    if (!svgText || !big) return;
+    const m = minimapScale;
+    const left = (-tx / scale) * m;
+    const top = (-ty / scale) * m;
+    minimapFrame.style.left = `${left}px`;
+    minimapFrame.style.top = `${top}px`;
+    minimapFrame.style.width = `${(width / scale) * m}px`;
+    minimapFrame.style.height = `${(height / scale) * m}px`;
+  }
+  const setMinimap = () => {
+    if (minimapUrl) URL.revokeObjectURL(minimapUrl);
+    minimapUrl = null;
+    if (!svgText) return;
+    minimapScale = Math.min(MINIMAP_MAX.width / svgSize.width, MINIMAP_MAX.height / svgSize.height);
+    minimap.style.width = `${svgSize.width * minimapScale}px`;
+    minimap.style.height = `${svgSize.height * minimapScale}px`;
+    minimapUrl = URL.createObjectURL(new Blob([svgText], { type: "image/svg+xml" }));
+    minimapImage.src = minimapUrl;
+  };
+  const minimapMove = (event) => {
+    const r = minimap.getBoundingClientRect();
+    const x = (event.clientX - r.left) / minimapScale;
+    const y = (event.clientY - r.top) / minimapScale;
+    tx = size().width / 2 - x * scale;
+    ty = size().height / 2 - y * scale;
+    apply();
+  };
+  minimap.addEventListener("pointerdown", (event) => {
+    event.stopPropagation();
+    event.preventDefault();
+    minimap.setPointerCapture(event.pointerId);
+    minimapMove(event);
+    const move = (e) => minimapMove(e);
+    const up = () => {
+      minimap.removeEventListener("pointermove", move);
+      minimap.removeEventListener("pointerup", up);
+    };
+    minimap.addEventListener("pointermove", move);
+    minimap.addEventListener("pointerup", up);
   });
-  toolbar.append(controlToggle);
+
+  // -- toolbar -------------------------------------------------------------------------
+  const matchInfo = element("span", "oxe-graph-matches");
+  const matchButtons = [
+    button("◀", "previous search match", () => model.send({ event: "match", step: -1 })),
+    button("▶", "next search match", () => model.send({ event: "match", step: 1 })),
+  ];
+  const controlToggle = button("control edges", "", () =>
+    model.send({ event: "control_edges", show: model.get("control_edges") !== "show" }),
+  );
+  const exportSvg = () => {
+    if (svgText) download("graph.svg", new Blob([svgText], { type: "image/svg+xml" }));
+  };
+  const exportPng = () => {
+    if (!svgText) return;
+    const image = new Image();
+    const url = URL.createObjectURL(new Blob([svgText], { type: "image/svg+xml" }));
+    image.onload = () => {
+      const ratio = Math.min(2, 16000 / Math.max(svgSize.width, svgSize.height));
+      const canvas = document.createElement("canvas");
+      canvas.width = Math.round(svgSize.width * ratio);
+      canvas.height = Math.round(svgSize.height * ratio);
+      const context = canvas.getContext("2d");
+      context.fillStyle = "#ffffff";
+      context.fillRect(0, 0, canvas.width, canvas.height);
+      context.drawImage(image, 0, 0, canvas.width, canvas.height);
+      URL.revokeObjectURL(url);
+      canvas.toBlob((blob) => blob && download("graph.png", blob), "image/png");
+    };
+    image.src = url;
+  };
+  toolbar.append(
+    button("−", "zoom out (-)", () => zoomCentre(0.8)),
+    button("+", "zoom in (+)", () => zoomCentre(1.25)),
+    button("1:1", "actual size, around the centre of the view (1)", () => zoomCentre(1 / scale)),
+    button("fit", "fit the whole drawing in the pane (0)", fit),
+    element("span", "oxe-graph-sep"),
+    matchInfo,
+    ...matchButtons,
+    controlToggle,
+    element("span", "oxe-graph-spacer"),
+    button("SVG", "save this view as an SVG file", exportSvg),
+    button("PNG", "save this view as a PNG image", exportPng),
+  );
 
   const showNotes = () => {
     notes.textContent = (model.get("notes") || []).join(" · ");
@@ -128,37 +375,20 @@ function render({ model, el }) {
     busyTimer = setInterval(tick, 200);
   };
 
-  // Centre an element of the drawing in the viewport if it is not fully visible.
-  const reveal = (element) => {
-    const box = element.getBoundingClientRect();
-    const view = viewport.getBoundingClientRect();
-    if (!box.width && !box.height) return;
-    const inside =
-      box.left >= view.left && box.right <= view.right && box.top >= view.top && box.bottom <= view.bottom;
-    if (!inside) {
-      tx += view.left + view.width / 2 - (box.left + box.width / 2);
-      ty += view.top + view.height / 2 - (box.top + box.height / 2);
-      apply();
-    }
-  };
-
-  const highlight = () => {
-    for (const old of stage.querySelectorAll(".oxe-selected")) {
-      old.classList.remove("oxe-selected");
-    }
-    const id = model.get("highlight_id");
-    if (!id) return;
-    const element = stage.querySelector(`g[id="${CSS.escape(id)}"]`);
-    if (element) {
-      element.classList.add("oxe-selected");
-      reveal(element);
-    }
-  };
-
+  // -- a new drawing ---------------------------------------------------------------------
   const loadSvg = () => {
+    const path = model.get("graph_path");
+    if (shownPath !== null && shownPath !== path) savedViews.set(shownPath, { scale, tx, ty });
+    const sameGraph = shownPath === path;
+    // Where the anchored item is on screen now (before the old drawing goes away).
     stage.replaceChildren();
+    svgText = "";
     const text = model.get("svg");
-    if (!text) return;
+    if (!text) {
+      setMinimap();
+      apply();
+      return;
+    }
     const svg = parseSvg(text);
     if (!svg) {
       error.textContent = "the drawing could not be read";
@@ -166,50 +396,106 @@ function render({ model, el }) {
       return;
     }
     stage.appendChild(svg);
+    svgText = new XMLSerializer().serializeToString(svg);
     const width = parseFloat(svg.getAttribute("width")) || 600;
     const height = parseFloat(svg.getAttribute("height")) || 400;
-    // Graphviz sizes are in points; the viewBox keeps drawing coordinates.
-    svg.setAttribute("width", `${width * 1.333}px`);
-    svg.setAttribute("height", `${height * 1.333}px`);
-    svgSize = { width: width * 1.333, height: height * 1.333 };
+    svg.setAttribute("width", `${width * PT}px`);
+    svg.setAttribute("height", `${height * PT}px`);
+    svgSize = { width: width * PT, height: height * PT };
+    const ids = model.get("ids") || {};
     for (const g of svg.querySelectorAll("g.node, g.cluster")) {
-      const entry = (model.get("ids") || {})[g.id];
+      const entry = ids[g.id];
       if (entry) g.classList.add(`oxe-kind-${entry.kind}`);
     }
-    requestAnimationFrame(() => {
-      fit();
-      highlight();
-    });
+    picked = null;
+    status.textContent = "";
+    const target = anchor && sameGraph ? findByKey(anchor.key) : null;
+    if (target) {
+      // Expand/collapse keeps your place: the clicked item's top centre stays put.
+      const box = boxOf(target);
+      tx = anchor.x - (box.x + box.width / 2) * scale;
+      ty = anchor.y - box.y * scale;
+    } else if (!sameGraph && savedViews.has(path)) {
+      ({ scale, tx, ty } = savedViews.get(path));
+    } else if (!sameGraph) {
+      firstView();
+    }
+    anchor = null;
+    shownPath = path;
+    setMinimap();
+    apply();
+    highlight();
+    showMatches();
   };
 
   const itemAt = (target) => {
-    if (!target.closest) return null;
+    if (!target || !target.closest) return null;
     const ids = model.get("ids") || {};
     // A body cell inside an If/Loop node ("▸ else_branch"): Graphviz ids it "a_<cell id>".
     const cell = target.closest('g[id^="a_"]');
     if (cell && stage.contains(cell) && ids[cell.id.slice(2)]) {
-      return { id: cell.id.slice(2), entry: ids[cell.id.slice(2)] };
+      return { id: cell.id.slice(2), entry: ids[cell.id.slice(2)], node: cell };
     }
     const g = target.closest("g.node, g.cluster");
     if (!g || !stage.contains(g)) return null;
     const entry = ids[g.id];
-    return entry ? { id: g.id, entry } : null;
+    return entry ? { id: g.id, entry, node: g } : null;
+  };
+
+  const remember = (hit) => {
+    const key = keyOf(hit.entry);
+    if (!key) return;
+    const r = hit.node.getBoundingClientRect();
+    const v = viewport.getBoundingClientRect();
+    anchor = { key, x: r.left - v.left + r.width / 2, y: r.top - v.top };
   };
 
   // Python decides what a click means (select, expand, collapse, open a body): the
   // browser only says which drawn item was hit, by its synthetic id, and on which
   // drawing — a click that crosses a redraw is dropped rather than misread.
+  const send = (hit, double) =>
+    model.send({ event: "click", id: hit.id, double, version: model.get("version") });
+
   const click = (target, double) => {
     const hit = itemAt(target);
-    if (!hit) return;
-    model.send({ event: "click", id: hit.id, double, version: model.get("version") });
+    if (!hit) {
+      if (!double && (model.get("highlight_id") || picked)) {
+        picked = null;
+        model.send({ event: "deselect" });
+        placeRing();
+      }
+      return;
+    }
+    if (hit.entry.kind === "scope") {
+      if (double) {
+        remember(hit);
+        send(hit, true);
+      } else {
+        // One click picks a scope box (a browser-side selection); its tooltip tells more.
+        picked = hit.id;
+        status.textContent = `${hit.entry.open ? "open scope" : "scope"} ${hit.entry.path} · ${hit.entry.nodes.toLocaleString()} nodes — double-click to ${hit.entry.open ? "close" : "open"}`;
+        placeRing();
+      }
+      return;
+    }
+    if (!double) lastClicked = hit.entry.kind === "body" ? hit.entry.node : hit.id;
+    send(hit, double);
   };
 
-  // Drag pans; a press that barely moves is a click.
+  const openSelected = () => {
+    const id = picked || model.get("highlight_id");
+    const entry = (model.get("ids") || {})[id];
+    if (!entry) return;
+    if (entry.kind === "scope") remember({ id, entry, node: elementFor(id) });
+    model.send({ event: "click", id, double: true, version: model.get("version") });
+  };
+
+  // -- pointer: drag pans; a press that barely moves is a click -----------------------
   let drag = null;
   viewport.addEventListener("pointerdown", (event) => {
     if (event.button !== 0) return;
-    if (event.target.closest && event.target.closest(".oxe-graph-busy")) return; // Cancel
+    if (event.target.closest && event.target.closest(".oxe-graph-busy, .oxe-graph-minimap")) return;
+    viewport.focus({ preventScroll: true });
     // Otherwise the browser starts selecting text or dragging the SVG, and cancels the pan.
     event.preventDefault();
     drag = { x: event.clientX, y: event.clientY, tx, ty, moved: false, target: event.target };
@@ -235,43 +521,117 @@ function render({ model, el }) {
       /* already released */
     }
   });
-  // Pointer capture makes the viewport the target of the dblclick that follows a press:
-  // find what is under the pointer instead.
   viewport.addEventListener("pointercancel", () => {
     drag = null;
   });
   viewport.addEventListener("dragstart", (event) => event.preventDefault());
+  // Pointer capture makes the viewport the target of the dblclick that follows a press:
+  // find what is under the pointer instead.
   viewport.addEventListener("dblclick", (event) => {
     const target = document.elementFromPoint(event.clientX, event.clientY) || event.target;
     click(target, true);
   });
+  // The wheel scrolls the notebook, as on a map embedded in a page; Ctrl/⌘+wheel (and a
+  // trackpad pinch, which browsers report as Ctrl+wheel) zooms.
   viewport.addEventListener(
     "wheel",
     (event) => {
+      if (!event.ctrlKey && !event.metaKey) return;
       event.preventDefault();
       const box = viewport.getBoundingClientRect();
-      zoomAt(Math.exp(-event.deltaY * 0.0015), event.clientX - box.left, event.clientY - box.top);
+      zoomAt(Math.exp(-event.deltaY * 0.002), event.clientX - box.left, event.clientY - box.top);
     },
     { passive: false },
   );
 
+  // -- keyboard: every key pressed in the graph stops here ----------------------------
+  const focusSearch = () => {
+    const root = el.closest(".oxe-explorer");
+    const input = root && root.querySelector(".oxe-node-search input");
+    if (input) {
+      input.focus();
+      input.select();
+    }
+  };
+  el.addEventListener("keydown", (event) => {
+    event.stopPropagation(); // never reaches notebook command mode (dd, arrows, Ctrl+F…)
+    if (event.target.closest && event.target.closest("input, textarea, select")) return;
+    const key = event.key;
+    const step = 60;
+    const handled = {
+      "/": focusSearch,
+      Escape: () => {
+        picked = null;
+        placeRing();
+        model.send({ event: "deselect" });
+      },
+      Enter: openSelected,
+      "+": () => zoomCentre(1.25),
+      "=": () => zoomCentre(1.25),
+      "-": () => zoomCentre(0.8),
+      0: fit,
+      1: () => zoomCentre(1 / scale),
+      ArrowLeft: () => { tx += step; apply(); },
+      ArrowRight: () => { tx -= step; apply(); },
+      ArrowUp: () => { ty += step; apply(); },
+      ArrowDown: () => { ty -= step; apply(); },
+    }[key];
+    if ((event.ctrlKey || event.metaKey) && key.toLowerCase() === "f") {
+      event.preventDefault();
+      focusSearch();
+      return;
+    }
+    if (handled && !event.ctrlKey && !event.metaKey && !event.altKey) {
+      event.preventDefault();
+      handled();
+    }
+  });
+  el.addEventListener("keyup", (event) => event.stopPropagation());
+  el.addEventListener("keypress", (event) => event.stopPropagation());
+
+  // The pane keeps its size when the user resizes it; the ring and minimap follow.
+  const resize = new ResizeObserver(() => {
+    placeRing();
+    placeMinimap();
+  });
+  resize.observe(viewport);
+
   const listeners = [
     ["change:svg", loadSvg],
     ["change:highlight_id", highlight],
+    ["change:matches", showMatches],
+    ["change:match_total", showMatches],
     ["change:notes", showNotes],
     ["change:error", showNotes],
     ["change:control_hidden", showNotes],
     ["change:control_edges", showNotes],
     ["change:busy", showBusy],
     ["change:busy_since", showBusy],
+    ["change:height", () => { viewport.style.height = model.get("height") || ""; }],
   ];
   for (const [name, callback] of listeners) model.on(name, callback);
   showNotes();
   showBusy();
-  loadSvg();
+  // Any element of the whole explorer that takes focus (node list, search box, buttons)
+  // gets the same mark, so no key typed in the explorer runs a notebook shortcut.
+  const suppress = (event) => {
+    if (event.target && event.target.setAttribute) {
+      event.target.setAttribute("data-lm-suppress-shortcuts", "true");
+    }
+  };
+  let explorerRoot = null;
+  // Sizes are known once the element is in the page.
+  requestAnimationFrame(() => {
+    explorerRoot = el.closest(".oxe-explorer") || el;
+    explorerRoot.addEventListener("focusin", suppress);
+    loadSvg();
+  });
   return () => {
+    if (explorerRoot) explorerRoot.removeEventListener("focusin", suppress);
     for (const [name, callback] of listeners) model.off(name, callback);
     if (busyTimer) clearInterval(busyTimer);
+    if (minimapUrl) URL.revokeObjectURL(minimapUrl);
+    resize.disconnect();
   };
 }
 

@@ -29,6 +29,8 @@ from ..views.layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, d
 from ..views.scopes import Scope, scope_tree
 
 _HERE = Path(__file__).resolve().parent
+#: Search hits marked in the drawing at most (a filter may match 100,000 nodes).
+MATCHES_MARKED = 2000
 
 
 class GraphView(anywidget.AnyWidget):
@@ -55,7 +57,7 @@ class GraphView(anywidget.AnyWidget):
     error = traitlets.Unicode("").tag(sync=True)
     busy = traitlets.Unicode("").tag(sync=True)  # what is being laid out; "" when idle
     busy_since = traitlets.Float(0.0).tag(sync=True)  # epoch ms, for the elapsed time
-    height = traitlets.Unicode("560px").tag(sync=True)
+    height = traitlets.Unicode("").tag(sync=True)  # CSS height of the pane; "": follows the page
     graph_path = traitlets.Unicode("/").tag(sync=True)
     expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
     focus_node = traitlets.Unicode("").tag(sync=True)
@@ -64,6 +66,8 @@ class GraphView(anywidget.AnyWidget):
     edge_labels = traitlets.Unicode("both").tag(sync=True)
     control_edges = traitlets.Unicode("auto").tag(sync=True)
     control_hidden = traitlets.Int(0).tag(sync=True)  # control edges left out of the drawing
+    matches = traitlets.List(traitlets.Unicode()).tag(sync=True)  # drawn ids of search hits
+    match_total = traitlets.Int(0).tag(sync=True)  # search hits in the graph, drawn or not
     budget = traitlets.Float(DEFAULT_BUDGET)
 
     def __init__(self, graph: Graph, model: Model | None = None, **kwargs: Any) -> None:
@@ -76,18 +80,28 @@ class GraphView(anywidget.AnyWidget):
         self._generation = 0
         self._cancellation: Cancellation | None = None
         self._worker: threading.Thread | None = None
+        self._match_names: list[str] = []
+        self._views: dict[str, tuple[list[str], str]] = {}  # graph path → expanded, focus
         self.on_msg(self._on_message)
         self.render()
 
     # -- what is drawn -----------------------------------------------------------
     def show_graph(self, graph: Graph) -> None:
-        """Draw another graph (a subgraph or function body), from its first view."""
+        """Draw another graph (a subgraph or function body); coming back to a graph shown
+        before restores what was open in it (the browser restores where you were)."""
+        if graph is self.graph:
+            return
+        self._views[self.graph.path] = (self.drawn_expanded(), self.focus_node)
+        expanded, focus = self._views.get(graph.path, ([], ""))
         self.graph = graph
         self.result = None
+        self._match_names = []
         with self.hold_trait_notifications():
-            self.expanded = []
-            self.focus_node = ""
+            self.expanded = expanded
+            self.focus_node = focus
             self.selected = ""
+            self.matches = []
+            self.match_total = 0
             self.graph_path = graph.path
         self.render()
 
@@ -227,6 +241,7 @@ class GraphView(anywidget.AnyWidget):
                 self.version += 1
                 self.busy = ""
         self._update_highlight(reveal=True)
+        self._refresh_matches()
 
     def _publish_error(self, generation: int, message: str) -> None:
         with self._lock:
@@ -272,6 +287,10 @@ class GraphView(anywidget.AnyWidget):
         event = content.get("event")
         if event == "cancel":
             self.cancel()
+        elif event == "deselect":
+            self.selected = ""
+        elif event == "match":
+            self.step_match(1 if content.get("step", 1) >= 0 else -1)
         elif event == "click":
             if content.get("version") != self.version:
                 return  # made on a drawing that has since been replaced: ids differ
@@ -299,17 +318,62 @@ class GraphView(anywidget.AnyWidget):
                 self.open_body(graphs[0]["path"])
             else:
                 self.selected = node.name
-        elif kind == "scope":
-            if not entry.get("open"):
-                self.expand(entry["path"])
-            elif double:
+        elif kind == "scope" and double:  # one click only picks it (in the browser)
+            if entry.get("open"):
                 self.collapse(entry["path"])
+            else:
+                self.expand(entry["path"])
 
     def open_body(self, path: str) -> None:
         """Draw an If/Loop/Scan body or a function's graph (by its path)."""
         if self.model is None:
             return
         self.show_graph(self.model.graph_at(path))
+
+    # -- search hits ---------------------------------------------------------------
+    def set_matches(self, names: list[str]) -> None:
+        """Mark these nodes (search or filter hits) in the drawing; [] clears."""
+        self._match_names = [n for n in names if self.graph.has_node(n)]
+        self._refresh_matches()
+
+    def step_match(self, step: int = 1) -> str | None:
+        """Select the next (``step`` 1) or previous (-1) search hit after the selection."""
+        names = self._match_names
+        if not names:
+            return None
+        current = names.index(self.selected) if self.selected in names else -1
+        if current < 0 and step < 0:
+            current = 0
+        name = names[(current + step) % len(names)]
+        self.selected = name
+        return name
+
+    def _refresh_matches(self) -> None:
+        result, names = self.result, self._match_names
+        drawn: dict[str, None] = {}
+        if result is not None:
+            for name in names[:MATCHES_MARKED]:
+                location = result.locate(self.graph.node(name))
+                if location:
+                    drawn[location] = None
+        with self.hold_sync():
+            self.match_total = len(names)
+            self.matches = list(drawn)
+
+    # -- export ------------------------------------------------------------------------
+    def save(self, path: str | Path, timeout: float = 60.0) -> Path:
+        """Save the view shown now as ``.svg``, ``.png`` or ``.dot`` (by the suffix)."""
+        from ..views.render import save_result
+
+        self.wait(timeout)
+        drawing = self.drawing
+        if drawing is None or self.result is None:
+            raise ExplorerError(f"nothing is drawn yet: {self.error or 'no drawing'}")
+        path = Path(path)
+        if path.suffix.lower() == ".svg":
+            path.write_text(drawing.svg, encoding="utf-8")  # exactly what is on screen
+            return path
+        return save_result(drawing.result, path, timeout)
 
     @traitlets.observe("selected")
     def _on_selected(self, change: Any) -> None:

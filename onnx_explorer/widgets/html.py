@@ -7,10 +7,12 @@ from collections.abc import Iterable, Sequence
 
 STYLE = (
     "<style>.oxe-table{border-collapse:collapse;font-size:12px;margin:2px 0}"
-    ".oxe-table td,.oxe-table th{border-bottom:1px solid #e5e5e5;padding:2px 8px;"
+    ".oxe-table td,.oxe-table th{border-bottom:1px solid var(--jp-border-color2,#e5e5e5);"
+    "padding:2px 8px;"
     "text-align:left;vertical-align:top;font-family:var(--jp-code-font-family,monospace)}"
-    ".oxe-table th{font-weight:600;color:#555}"
-    ".oxe-muted{color:#777}.oxe-error{color:#b00020;white-space:pre-wrap}"
+    ".oxe-table th{font-weight:600;color:var(--jp-ui-font-color2,#555)}"
+    ".oxe-muted{color:var(--jp-ui-font-color2,#666)}"
+    ".oxe-error{color:var(--jp-error-color1,#b00020);white-space:pre-wrap}"
     ".oxe-pre{white-space:pre-wrap;font-family:var(--jp-code-font-family,monospace);"
     "font-size:12px;margin:2px 0;max-height:12em;overflow:auto}"
     ".oxe-title{font-weight:600;font-size:14px}</style>"

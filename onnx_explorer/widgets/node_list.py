@@ -22,6 +22,7 @@ class NodeList(QuietPicking, widgets.VBox):
     """
 
     selected = traitlets.Unicode(None, allow_none=True)
+    revision = traitlets.Int(0)  # bumped whenever the matches change
 
     def __init__(self, graph: Graph, page_size: int = PAGE_SIZE, **kwargs: Any) -> None:
         self.page_size = page_size
@@ -36,7 +37,7 @@ class NodeList(QuietPicking, widgets.VBox):
         self.domain_filter = widgets.Dropdown(
             description="domain", layout=widgets.Layout(width="auto")
         )
-        self.results = widgets.Select(rows=14, layout=widgets.Layout(width="100%"))
+        self.results = widgets.Select(rows=8, layout=widgets.Layout(width="100%"))
         self.status = widgets.Label()
         self.prev_button = widgets.Button(
             description="◀", layout=widgets.Layout(width="36px"), tooltip="previous page"
@@ -83,6 +84,11 @@ class NodeList(QuietPicking, widgets.VBox):
         self.refresh()
 
     @property
+    def filtering(self) -> bool:
+        """Whether a search text or a filter narrows the list (else it lists everything)."""
+        return bool(self.search_box.value or self.op_filter.value or self.domain_filter.value)
+
+    @property
     def matches(self) -> list[str]:
         """Names of every node matching the current search and filters."""
         return [self.index.graph.nodes[i].name for i in self._matches]
@@ -100,8 +106,10 @@ class NodeList(QuietPicking, widgets.VBox):
             self._page = 0
             self._set_options([])
             self.status.value = str(exc)
+            self.revision += 1
             return
         self.show_page(self._page_of(self.selected) if self.selected else 0)
+        self.revision += 1
 
     def show_page(self, page: int) -> None:
         pages = max(1, -(-len(self._matches) // self.page_size))
