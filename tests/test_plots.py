@@ -74,6 +74,20 @@ def test_histogram_figure_from_a_histogram_and_log_scale():
     assert "NaN = 1" in legend and "1 above" in legend
 
 
+def test_legend_shows_zeros_as_a_count_and_a_percentage():
+    figure = histogram_figure(np.array([0.0, 0.0, 1.0, 2.0, 0.0, 3.0, 4.0, 5.0]), bins=4)
+    legend = figure.axes[0].get_legend().get_texts()[0].get_text()
+    assert "zeros = 3 (37.5 %)" in legend
+
+
+def test_figure_png_and_warm_up_use_agg_and_leave_pyplot_alone():
+    before = _pyplot_figures()
+    plots.warm_up()
+    png = plots.figure_png(histogram_figure(np.arange(10.0), bins=5), dpi=40)
+    assert png.startswith(b"\x89PNG")
+    assert _pyplot_figures() == before
+
+
 def test_names_are_plain_text():
     name = "$\\alpha$ weight\x1b[31m"
     graph = _graph([helper.make_node("Relu", [name], ["y"])], {name: np.ones(3, np.float32)})

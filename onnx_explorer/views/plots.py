@@ -9,7 +9,9 @@ off), whatever they contain.
 
 from __future__ import annotations
 
+import io
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +27,7 @@ from ..stats import (
     tensor_stats,
     tensor_values,
 )
+from .tables import share_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -63,7 +66,7 @@ def stats_lines(stats: TensorStats) -> list[str]:
         f"mean = {_fmt(stats.mean)}   std = {_fmt(stats.std)}",
         f"p1 / p50 / p99 = {_fmt(stats.p1)} / {_fmt(stats.p50)} / {_fmt(stats.p99)}"
         + ("" if stats.exact_percentiles else " (sampled)"),
-        f"zeros = {stats.zeros:.2%}",
+        f"zeros = {share_text(round(stats.zeros * stats.count), stats.count)}",
     ]
     if stats.nan or stats.inf:
         lines.append(f"NaN = {stats.nan:,}   Inf = {stats.inf:,}")
@@ -128,6 +131,33 @@ def histogram_figure(
         ax.set_title(plain_text(text), fontsize=10, usetex=False)
     ax.legend(loc="upper right", fontsize=7, handlelength=0, handletextpad=0, frameon=True)
     return figure
+
+
+def figure_png(figure: Figure, dpi: float = 80) -> bytes:
+    """``figure`` as PNG bytes, drawn by the Agg canvas (object API: no pyplot, no display)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(figure)  # attaches itself as figure.canvas
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def warm_up(draw: Callable[[], bool] | None = None) -> None:
+    """Import matplotlib's figure and Agg modules, then draw one tiny histogram (unless
+    ``draw()`` says no by then), so the first real figure of a process is quick.
+
+    The first figure otherwise pays ~0.3–1 s for importing matplotlib and loading its
+    fonts. Only the object API and the Agg canvas are used, so this works (and opens
+    nothing) in any process, with or without a display.
+    """
+    import matplotlib.figure  # noqa: F401 - the bulk of the cost
+    from matplotlib.backends import backend_agg  # noqa: F401
+
+    if draw is None or draw():
+        values = np.array([-1.0, 0.0, 0.0, 1.0], dtype=np.float32)
+        figure = histogram_figure(values, bins=4, title="warm-up", figsize=(2.0, 1.5))
+        figure_png(figure, dpi=20)
 
 
 # -- per-channel ranges -------------------------------------------------------------------
@@ -282,7 +312,9 @@ __all__ = [
     "channel_axis",
     "channel_ranges",
     "channel_ranges_figure",
+    "figure_png",
     "histogram_figure",
     "plain_text",
     "stats_lines",
+    "warm_up",
 ]

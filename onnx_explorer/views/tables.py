@@ -1,4 +1,5 @@
-"""Rows for the explorer's lists: node search and tensor listings (pure, no widgets).
+"""Rows for the explorer's lists and tables: node search, tensor listings and a tensor's
+statistics (pure, no widgets).
 
 Search must answer in well under 100 ms on 100,000 nodes, so the index keeps one
 lower-cased haystack string per node and the filters are plain list scans.
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import ExplorerError
 from ..model import Graph, Node
+from ..stats import SAMPLE_SIZE, TensorStats
 from ..tensors import Tensor
 
 
@@ -138,3 +140,53 @@ def sort_rows(rows: list[TensorRow], key: str = "size") -> list[TensorRow]:
     except KeyError:
         raise ValueError(f"unknown sort key {key!r}; use one of {sorted(SORT_KEYS)}") from None
     return sorted(rows, key=func, reverse=descending)  # type: ignore[arg-type]
+
+
+# -- statistics as the tensor panel shows them ------------------------------------------
+def _number(value: object) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def share_text(part: int, whole: int) -> str:
+    """``1,234 (12.3 %)``: a count and its share of ``whole``; never rounds a non-zero share to 0
+    or a partial one to 100."""
+    if whole <= 0:
+        return f"{part:,}"
+    percent = 100.0 * part / whole
+    if 0 < percent < 0.1:
+        shown = "<0.1"
+    elif 99.9 < percent < 100:
+        shown = ">99.9"
+    else:
+        shown = f"{percent:.1f}"
+    return f"{part:,} ({shown} %)"
+
+
+def stats_rows(stats: TensorStats, *, sample_size: int = SAMPLE_SIZE) -> list[tuple[str, str]]:
+    """The user-facing statistics as (label, value) rows: no internal flags, zeros as a count
+    and a percentage, NaN/Inf for float values, and a note when percentiles are sampled."""
+    rows = [
+        ("min", _number(stats.min)),
+        ("max", _number(stats.max)),
+        ("mean", _number(stats.mean)),
+        ("std", _number(stats.std)),
+        ("largest |value|", _number(stats.abs_max)),
+        ("1st percentile", _number(stats.p1)),
+        ("median", _number(stats.p50)),
+        ("99th percentile", _number(stats.p99)),
+        ("zeros", share_text(round(stats.zeros * stats.count), stats.count)),
+    ]
+    if stats.is_float or stats.nan or stats.inf:
+        rows.append(("NaN", share_text(stats.nan, stats.count)))
+        rows.append(("±infinity", share_text(stats.inf, stats.count)))
+    if not stats.exact_percentiles:
+        rows.append(("percentiles", f"estimated from a random sample of {sample_size:,} values"))
+    return rows

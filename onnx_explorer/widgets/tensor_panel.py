@@ -1,12 +1,13 @@
 """The tensor panel: a sortable list of stored tensors and details of the selected one.
 
 Bytes are read only when a tensor is selected; a failure shows in the panel and
-leaves the rest of the explorer working.
+leaves the rest of the explorer working. The first panel of a process starts a
+background warm-up of matplotlib, so the first histogram does not pay its import.
 """
 
 from __future__ import annotations
 
-import io
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..errors import ExplorerError
 from ..model import Graph
 from ..summary import human_bytes
 from ..tensors import Tensor
-from ..views.tables import TensorRow, sort_rows, tensor_rows
+from ..views.tables import TensorRow, sort_rows, stats_rows, tensor_rows
 from ..views.text import preview_values, shape_text
 from . import html as h
 from .picking import QuietPicking
@@ -39,6 +40,13 @@ _QUANTIZED_DTYPES = {
     "float8_e5m2",
     "float8_e5m2fnuz",
 }
+#: Long names (300-character scoped paths are common) wrap anywhere instead of widening the
+#: panel or being cut; the heading always shows the whole name.
+_WRAP_STYLE = (
+    "<style>.oxe-tensor-details .oxe-title,.oxe-tensor-details .oxe-table td+td"
+    "{overflow-wrap:anywhere;word-break:break-word}"
+    ".oxe-tensor-details .oxe-table td:first-child{white-space:nowrap}</style>"
+)
 
 
 class TensorPanel(QuietPicking, widgets.VBox):
@@ -88,6 +96,7 @@ class TensorPanel(QuietPicking, widgets.VBox):
         self.listing.observe(self._on_pick, "value")
         self.dequantize_box.observe(self._on_dequantize_toggle, "value")
         self.set_graph(graph)
+        _start_plot_warm_up()
 
     # -- public ------------------------------------------------------------------
     def set_graph(self, graph: Graph) -> None:
@@ -150,7 +159,9 @@ class TensorPanel(QuietPicking, widgets.VBox):
         self._show(tensor)
 
     def _show_nothing(self) -> None:
-        self.details.value = h.STYLE + h.muted("Select a tensor to read it and see its statistics.")
+        self.details.value = (
+            h.STYLE + _WRAP_STYLE + h.muted("Select a tensor to read it and see its statistics.")
+        )
         self.plot.value = b""
 
     def _show(self, tensor: Tensor) -> None:
@@ -171,7 +182,7 @@ class TensorPanel(QuietPicking, widgets.VBox):
             rows.append(("quantized", problem))
         if dequantization is not None and not self.dequantize_box.value:
             dequantization = None
-        head = h.STYLE + h.title(tensor.name) + h.table(rows)
+        head = h.STYLE + _WRAP_STYLE + h.title(tensor.name) + h.table(rows)
         self.details.value = head + h.muted("reading…")
         self.plot.value = b""
         try:
@@ -207,17 +218,27 @@ class TensorPanel(QuietPicking, widgets.VBox):
                 self.progress.value = float(fraction)
 
         first = next(tensor.iter_chunks(max_elements=16), None)
-        preview = preview_values(first) if first is not None else "[]"
+        label = "first values"
+        if first is not None and dequantization is not None:
+            first = dequantization.apply(first, 0)  # the values the statistics describe
+            label = "first values (dequantized)"
+        preview = h.table([(label, preview_values(first) if first is not None else "[]")])
         if not tensor.dtype_info.is_numeric:
-            return h.table([("first values", preview)]), b""
+            return preview, b""
         source: Any = tensor if progress is None else _Progress(tensor, progress)
         stats = tensor_stats(source, dequantize=dequantization)
         histogram = tensor_histogram(source, stats=stats, dequantize=dequantization)
-        stat_rows = [(k, _fmt(v)) for k, v in stats.to_dict().items()]
-        png = _histogram_png(tensor, histogram, stats, dequantization)
-        return h.table([("first values", preview)]) + h.table(
-            stat_rows, ["statistic", "value"]
-        ), png
+        rows = stats_rows(stats)
+        if stats.count != tensor.size:  # packed formats: more real values than stored elements
+            rows.insert(0, ("values", f"{stats.count:,}"))
+        header = ["statistic", "dequantized value" if dequantization is not None else "value"]
+        _wait_for_warm_up()  # never import matplotlib from two threads at once
+        from ..views.plots import figure_png, histogram_figure
+
+        figure = histogram_figure(
+            tensor, histogram=histogram, stats=stats, dequantize=dequantization
+        )
+        return preview + h.table(rows, header), figure_png(figure, dpi=80)
 
 
 class _Progress:
@@ -238,18 +259,37 @@ class _Progress:
             self._report(done / total)
 
 
-def _fmt(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
+#: Longest wait of a pick for a warm-up still running (it normally ends within a second).
+WARM_UP_WAIT = 30.0
+_warm_up_lock = threading.Lock()
+_warm_up_thread: threading.Thread | None = None
+_pick_waiting = threading.Event()
 
 
-def _histogram_png(tensor: Tensor, histogram: Any, stats: Any, dequantization: Any) -> bytes:
-    from ..views.plots import histogram_figure
+def _start_plot_warm_up() -> None:
+    """Once per process: import matplotlib and draw a tiny figure in a daemon thread."""
+    global _warm_up_thread
+    with _warm_up_lock:
+        if _warm_up_thread is not None:
+            return
+        thread = threading.Thread(target=_warm_up, name="onnx-explorer-plot-warm-up", daemon=True)
+        thread.start()
+        _warm_up_thread = thread
 
-    figure = histogram_figure(tensor, histogram=histogram, stats=stats, dequantize=dequantization)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
-    return buffer.getvalue()
+
+def _wait_for_warm_up() -> None:
+    """Let a running warm-up finish (two threads importing matplotlib's circular modules at
+    once could see a half-initialised module); once its imports are done it skips drawing."""
+    thread = _warm_up_thread
+    if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+        _pick_waiting.set()
+        thread.join(WARM_UP_WAIT)
+
+
+def _warm_up() -> None:
+    try:
+        from ..views.plots import warm_up
+
+        warm_up(draw=lambda: not _pick_waiting.is_set())
+    except Exception:  # a failed warm-up only leaves the first pick slower
+        pass
