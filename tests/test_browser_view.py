@@ -243,7 +243,7 @@ def check_view(page: Any, app: str, shot: Shots) -> None:
         h for h in handles
         if (b := h.bounding_box()) and b["y"] > pane["y"] + 40 and b["y"] + b["height"] < pane["y"] + pane["height"] - 40
         and "scope enc/layer." in h.evaluate("g => g.querySelector('title').textContent")
-        and "click to expand" in h.evaluate("g => g.querySelector('title').textContent")
+        and "double-click to open" in h.evaluate("g => g.querySelector('title').textContent")
     )  # fmt: skip
     title = box_handle.evaluate("g => g.querySelector('title').textContent.split('\\n')[0]")
     before = page.evaluate(TOP_CENTRE, [chain.element_handle(), title])

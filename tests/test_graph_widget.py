@@ -257,3 +257,70 @@ def test_collapsing_a_group_closes_the_scopes_inside_it():
     assert not any(
         v["kind"] == "scope" and v["path"] == group and v["open"] for v in view.ids.values()
     )
+
+
+# -- navigation helpers driven from Python ---------------------------------------------------
+def test_search_hits_are_marked_and_stepped_through():
+    ex = ox.explore(_scoped_chain(3, per_layer=5))
+    view = _drawn(ex.graph_view)
+    ex.node_list.search_box.value = "Relu_3"
+    assert view.match_total == 3 and len(view.matches) == 3
+    assert {view.ids[i]["name"] for i in view.matches} == {
+        "/enc/layer.0/Relu_3",
+        "/enc/layer.1/Relu_3",
+        "/enc/layer.2/Relu_3",
+    }
+    view._on_message(view, {"event": "match", "step": 1}, [])
+    assert ex.selected.name == "/enc/layer.0/Relu_3"
+    view._on_message(view, {"event": "match", "step": 1}, [])
+    assert ex.selected.name == "/enc/layer.1/Relu_3"
+    view._on_message(view, {"event": "match", "step": -1}, [])
+    assert ex.selected.name == "/enc/layer.0/Relu_3"
+    ex.node_list.search_box.value = ""
+    assert view.match_total == 0 and view.matches == []
+
+
+def test_escape_or_a_background_click_deselects_everywhere():
+    ex = ox.explore(mlp())
+    _drawn(ex.graph_view)
+    ex.select("/layer1/Relu")
+    ex.graph_view._on_message(ex.graph_view, {"event": "deselect"}, [])
+    assert ex.selected is None and ex.graph_view.highlight_id == ""
+
+
+def test_a_body_cell_click_selects_its_node_and_a_double_click_opens_that_body():
+    model = ox.load(nested_if(2))
+    view = _drawn(GraphView(model.graph, model))
+    cell = next(
+        k for k, v in view.ids.items() if v["kind"] == "body" and v["label"] == "else_branch"
+    )
+    _click(view, cell)
+    assert view.selected == "/If" and view.graph_path == "/"
+    _click(view, cell, double=True)
+    assert view.graph_path == "/If/else_branch"
+
+
+def test_coming_back_to_a_graph_restores_what_was_open_in_it():
+    model = ox.load(_scoped_chain(40))
+    view = _drawn(GraphView(model.graph, model))
+    view.expand("enc/layer.7")
+    _drawn(view)
+    view.show_graph(model.graph_at("/"))  # the same graph: nothing to do
+    assert "enc/layer.7" in view.result.expanded
+    other = ox.load(nested_if(1))
+    view.show_graph(other.graph)  # another graph, then back
+    _drawn(view)
+    view.show_graph(model.graph)
+    _drawn(view)
+    assert "enc/layer.7" in view.result.expanded
+
+
+def test_the_view_on_screen_saves_as_svg_png_or_dot(tmp_path):
+    ex = ox.explore(mlp())
+    _drawn(ex.graph_view)
+    svg = ex.save(tmp_path / "view.svg").read_text()
+    assert svg == ex.graph_view.svg
+    assert ex.save(tmp_path / "view.png").read_bytes().startswith(b"\x89PNG")
+    assert ex.save(tmp_path / "view.dot").read_text().startswith("digraph")
+    with pytest.raises(ValueError, match="use a .svg, .png or .dot name"):
+        ex.save(tmp_path / "model.onnx")

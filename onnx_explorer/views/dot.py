@@ -362,7 +362,7 @@ class _Builder:
             ("group " if scope.synthetic else "scope ") + as_text(scope.path),
             f"{scope.node_count:,} nodes, {scope.param_count:,} parameters",
             ", ".join(f"{op} {n:,}" for op, n in ops),
-            "click to collapse" if opened else "click to expand",
+            "double-click to close" if opened else "double-click to open",
         ]
         self.titles[sid] = "\n".join(title)
 

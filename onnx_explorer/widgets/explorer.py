@@ -26,7 +26,7 @@ from .tensor_panel import TensorPanel
 
 TAB_NODES, TAB_TENSORS, TAB_MODEL = 0, 1, 2
 #: Seconds a display waits for the first drawing, so its static copy has one.
-STATIC_DRAWING_WAIT = 10.0
+STATIC_DRAWING_WAIT = 5.0
 
 
 class Explorer(widgets.VBox):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,10 @@ class GraphView(anywidget.AnyWidget):
         self._cancellation: Cancellation | None = None
         self._worker: threading.Thread | None = None
         self._match_names: list[str] = []
-        self._views: dict[str, tuple[list[str], str]] = {}  # graph path → expanded, focus
+        # What was open in each graph shown before: expanded scopes, focus node.
+        self._views: weakref.WeakKeyDictionary[Graph, tuple[list[str], str]] = (
+            weakref.WeakKeyDictionary()
+        )
         self.on_msg(self._on_message)
         self.render()
 
@@ -91,8 +95,8 @@ class GraphView(anywidget.AnyWidget):
         before restores what was open in it (the browser restores where you were)."""
         if graph is self.graph:
             return
-        self._views[self.graph.path] = (self.drawn_expanded(), self.focus_node)
-        expanded, focus = self._views.get(graph.path, ([], ""))
+        self._views[self.graph] = (self.drawn_expanded(), self.focus_node)
+        expanded, focus = self._views.get(graph, ([], ""))
         self.graph = graph
         self.result = None
         self._match_names = []
