@@ -45,6 +45,21 @@ CELLS = [
     SETUP,
     "transformer = ox.explore(tiny_transformer(layers=5))\ntransformer",
     "chain = ox.explore(scoped_chain(40))\nchain",
+    # A Graphviz that never finishes: the kernel stays free, the pane shows it is busy.
+    "import os, pathlib, time\n"
+    "slow = pathlib.Path('slow_dot.sh').resolve()\n"
+    "slow.write_text('#!/bin/sh\\nexec sleep 120\\n')\n"
+    "slow.chmod(0o755)\n"
+    "os.environ['ONNX_EXPLORER_DOT'] = str(slow)  # only for this explorer's layout\n"
+    "slow_view = ox.explore(tiny_transformer(layers=1))\n"
+    "slow_view.graph_view.budget = 600\n"
+    "slow_view.graph_view.render()\n"
+    "while not slow_view.graph_view.busy.startswith('laying out'):\n"
+    "    time.sleep(0.05)\n"
+    "time.sleep(0.3)\n"
+    "del os.environ['ONNX_EXPLORER_DOT']\n"
+    "slow_view",
+    "print('the kernel is free while dot runs')",
     "# room below the explorers, so the page can scroll\n" + "\n".join(f"# {k}" for k in range(80)),
 ]
 
@@ -260,6 +275,18 @@ def check_view(page: Any, app: str, shot: Shots) -> None:
     shot("chain-expanded", chain)
     assert version and after is not None
     assert abs(after[0] - before[0]) <= 40 and abs(after[1] - before[1]) <= 40, (before, after)
+
+    # A layout still running: busy indicator with elapsed time; Cancel stops it.
+    slow = page.locator(".oxe-explorer").nth(2)
+    slow.scroll_into_view_if_needed()
+    busy = slow.locator(".oxe-graph-busy")
+    busy.wait_for(state="visible")
+    assert "laying out" in busy.inner_text() and " s" in busy.inner_text()
+    assert "the kernel is free while dot runs" in page.locator(".jp-OutputArea-output").all_inner_texts()[-1]
+    shot("busy", slow)
+    busy.get_by_role("button", name="Cancel").click()
+    busy.wait_for(state="hidden")
+    slow.locator(".oxe-graph-error", has_text="cancelled").wait_for()
 
     # Dark theme: the graph pane turns dark with the front end.
     _set_theme(page, "JupyterLab Dark")

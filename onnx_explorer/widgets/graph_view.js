@@ -352,6 +352,7 @@ function render({ model, el }) {
     const message = model.get("error") || "";
     error.textContent = message;
     error.style.display = message ? "block" : "none";
+    if (message) status.textContent = "";
     const shown = model.get("control_edges") === "show";
     controlToggle.style.display = shown || model.get("control_hidden") ? "" : "none";
     controlToggle.textContent = shown ? "hide control edges" : "show control edges";
@@ -612,6 +613,7 @@ function render({ model, el }) {
   for (const [name, callback] of listeners) model.on(name, callback);
   showNotes();
   showBusy();
+  showMatches();
   // Any element of the whole explorer that takes focus (node list, search box, buttons)
   // gets the same mark, so no key typed in the explorer runs a notebook shortcut.
   const suppress = (event) => {
