@@ -44,6 +44,21 @@ def mlp(with_names: bool = True) -> onnx.ModelProto:
     return model
 
 
+def scoped_chain(layers: int, per_layer: int = 60) -> onnx.ModelProto:
+    """A chain of Relu nodes named like an exporter's ``/enc/layer.<i>/Relu_<j>``."""
+    nodes, prev = [], "x"
+    for i in range(layers * per_layer):
+        layer, j = divmod(i, per_layer)
+        name = f"/enc/layer.{layer}/Relu_{j}"
+        nodes.append(helper.make_node("Relu", [prev], [f"t{i}"], name=name))
+        prev = f"t{i}"
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1])],
+    )  # fmt: skip
+    return helper.make_model(graph)
+
+
 def nested_if(depth: int) -> onnx.ModelProto:
     """If bodies nested ``depth`` deep, each branch holding a Constant weight."""
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, JupyterServer, jupyter_server, wait_for_kernel
+from browser_support import JupyterServer, jupyter_server, wait_for_kernel
 
 pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 
@@ -48,22 +47,6 @@ IMAGE_BYTES_HEAD = """async img => {
 }"""
 
 PNG_SIGNATURE = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (scripts/setup.sh does)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        # Debian's Chromium, never a downloaded one (`playwright install` is not used).
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 class Steps:

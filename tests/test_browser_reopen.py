@@ -18,15 +18,12 @@ import re
 import shutil
 import time
 import urllib.error
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 from browser_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     JupyterServer,
     execute_notebook,
     jupyter_server,
@@ -142,21 +139,6 @@ def saved_notebook(tmp_path_factory: pytest.TempPathFactory) -> Path:
     nb.cells.append(crafted)
     nbformat.write(nb, path)
     return path
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (scripts/setup.sh does)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 class Steps:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, jupyter_server, wait_for_kernel
+from browser_support import jupyter_server, wait_for_kernel
 
 pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 
@@ -110,21 +109,6 @@ BACKGROUND_LUMINANCE = """explorer => {
   const [r, g, b] = c.match(/[\\d.]+/g).map(Number);
   return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (scripts/setup.sh does)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def _write_notebook(path: Path) -> None:
@@ -282,7 +266,10 @@ def check_view(page: Any, app: str, shot: Shots) -> None:
     busy = slow.locator(".oxe-graph-busy")
     busy.wait_for(state="visible")
     assert "laying out" in busy.inner_text() and " s" in busy.inner_text()
-    assert "the kernel is free while dot runs" in page.locator(".jp-OutputArea-output").all_inner_texts()[-1]
+    assert (
+        "the kernel is free while dot runs"
+        in page.locator(".jp-OutputArea-output").all_inner_texts()[-1]
+    )
     shot("busy", slow)
     busy.get_by_role("button", name="Cancel").click()
     busy.wait_for(state="hidden")

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import onnx
 import pytest
-from builders import mlp, nested_if
-from onnx import TensorProto, helper
+from builders import mlp, nested_if, scoped_chain
 
 import onnx_explorer as ox
 from onnx_explorer.widgets.graph_view import GraphView
@@ -44,23 +42,8 @@ def test_click_selects_and_python_selection_highlights():
     assert view.highlight_id == ""
 
 
-def _scoped_chain(layers: int, per_layer: int = 60) -> onnx.ModelProto:
-    nodes, prev = [], "x"
-    for i in range(layers * per_layer):
-        layer, j = divmod(i, per_layer)
-        nodes.append(
-            helper.make_node("Relu", [prev], [f"t{i}"], name=f"/enc/layer.{layer}/Relu_{j}")
-        )
-        prev = f"t{i}"
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1])],
-    )  # fmt: skip
-    return helper.make_model(graph)
-
-
 def test_double_clicking_a_collapsed_scope_expands_it_and_one_click_does_not():
-    view = _drawn(GraphView(ox.load(_scoped_chain(40)).graph))
+    view = _drawn(GraphView(ox.load(scoped_chain(40)).graph))
     collapsed = [(k, v) for k, v in view.ids.items() if v["kind"] == "scope" and not v["open"]]
     assert collapsed
     item_id, entry = collapsed[-1]
@@ -75,7 +58,7 @@ def test_double_clicking_a_collapsed_scope_expands_it_and_one_click_does_not():
 
 
 def test_selecting_a_hidden_node_opens_its_scope():
-    model = ox.load(_scoped_chain(40))
+    model = ox.load(scoped_chain(40))
     view = _drawn(GraphView(model.graph))
     target = "/enc/layer.33/Relu_5"
     assert not any(v.get("name") == target for v in view.ids.values())
@@ -85,7 +68,7 @@ def test_selecting_a_hidden_node_opens_its_scope():
 
 
 def test_focus_and_reset():
-    view = _drawn(GraphView(ox.load(_scoped_chain(40)).graph))
+    view = _drawn(GraphView(ox.load(scoped_chain(40)).graph))
     view.focus("/enc/layer.10/Relu_3", hops=1)
     _drawn(view)
     names = {v["name"] for v in view.ids.values() if v["kind"] == "node"}
@@ -139,19 +122,12 @@ window.change = (key, value) => {
 
 
 @pytest.fixture
-def browser_page():
-    from pathlib import Path
-
-    chromium = Path("/usr/bin/chromium")
-    if not chromium.exists():
-        pytest.skip(f"{chromium} is missing: apt-get install chromium (scripts/setup.sh does)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
-        try:
-            yield browser.new_page(viewport={"width": 900, "height": 700})
-        finally:
-            browser.close()
+def browser_page(browser):
+    page = browser.new_page(viewport={"width": 900, "height": 700})
+    try:
+        yield page
+    finally:
+        page.close()
 
 
 def _mount(page, view: GraphView, svg: str | None = None) -> None:
@@ -240,7 +216,7 @@ def test_the_browser_drops_scripts_handlers_and_links_from_the_svg(browser_page)
 
 
 def test_collapsing_a_group_closes_the_scopes_inside_it():
-    model = ox.load(_scoped_chain(450, per_layer=2))  # 450 layers: split into synthetic groups
+    model = ox.load(scoped_chain(450, per_layer=2))  # 450 layers: split into synthetic groups
     view = _drawn(GraphView(model.graph))
     view.expand("enc/layer.300")
     _drawn(view)
@@ -261,7 +237,7 @@ def test_collapsing_a_group_closes_the_scopes_inside_it():
 
 # -- navigation helpers driven from Python ---------------------------------------------------
 def test_search_hits_are_marked_and_stepped_through():
-    ex = ox.explore(_scoped_chain(3, per_layer=5))
+    ex = ox.explore(scoped_chain(3, per_layer=5))
     view = _drawn(ex.graph_view)
     ex.node_list.search_box.value = "Relu_3"
     assert view.match_total == 3 and len(view.matches) == 3
@@ -301,7 +277,7 @@ def test_a_body_cell_click_selects_its_node_and_a_double_click_opens_that_body()
 
 
 def test_coming_back_to_a_graph_restores_what_was_open_in_it():
-    model = ox.load(_scoped_chain(40))
+    model = ox.load(scoped_chain(40))
     view = _drawn(GraphView(model.graph, model))
     view.expand("enc/layer.7")
     _drawn(view)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from builders import mlp, nested_if
+from builders import mlp, nested_if, scoped_chain
 from onnx import TensorProto, helper
 
 import onnx_explorer as ox
@@ -48,25 +48,11 @@ def _wait_until(condition, seconds: float = 10.0) -> bool:
     return condition()
 
 
-def _scoped_chain(layers: int, per_layer: int = 60):
-    nodes, prev = [], "x"
-    for i in range(layers * per_layer):
-        layer, j = divmod(i, per_layer)
-        name = f"/enc/layer.{layer}/Relu_{j}"
-        nodes.append(helper.make_node("Relu", [prev], [f"t{i}"], name=name))
-        prev = f"t{i}"
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1])],
-    )  # fmt: skip
-    return helper.make_model(graph)
-
-
 # -- the kernel never waits -----------------------------------------------------------------
 def test_explore_and_select_return_at_once_while_a_slow_layout_runs(tmp_path, monkeypatch):
     _stand_in(tmp_path, monkeypatch, "exec sleep 30")
     started = time.monotonic()
-    ex = ox.explore(_scoped_chain(40))
+    ex = ox.explore(scoped_chain(40))
     view = ex.graph_view
     assert time.monotonic() - started < 5
     assert view.busy and view.busy_since > 0  # the pane shows what is being laid out
@@ -87,7 +73,7 @@ def test_explore_and_select_return_at_once_while_a_slow_layout_runs(tmp_path, mo
 
 def test_a_newer_request_kills_the_stale_dot(tmp_path, monkeypatch):
     _stand_in(tmp_path, monkeypatch, "exec sleep 30")
-    view = ox.explore(_scoped_chain(40)).graph_view
+    view = ox.explore(scoped_chain(40)).graph_view
     assert _wait_until(lambda: live_processes() >= 1)
     for k in range(5):
         view.expand(f"enc/layer.{k}")
@@ -106,7 +92,7 @@ def test_a_slow_plan_falls_back_to_a_cheaper_picture_with_a_note(tmp_path, monke
         "input=$(cat); if [ ${#input} -gt 6000 ]; then exec sleep 30; fi\n"
         'printf "%s" "$input" | exec "$REAL_DOT" "$@"',
     )
-    model = ox.load(_scoped_chain(40))
+    model = ox.load(scoped_chain(40))
     drawing = draw(model.graph, model, ViewRequest(expanded=("enc/layer.3",)), budget=1.0)
     assert drawing.svg.startswith("<svg") and "<g id=" in drawing.svg
     assert drawing.simplified and drawing.simplified.startswith("Simplified to ")
@@ -138,7 +124,7 @@ def test_dot_crashing_in_one_ranking_mode_still_draws(tmp_path, monkeypatch):
         monkeypatch,
         'case "$*" in *newrank*) kill -SEGV $$;; esac\nexec "$REAL_DOT" "$@"',
     )
-    model = ox.load(_scoped_chain(40))
+    model = ox.load(scoped_chain(40))
     drawing = draw(model.graph, model, ViewRequest(expanded=("enc/layer.3",)))
     assert drawing.simplified is None and "cluster" in drawing.svg
 
@@ -189,7 +175,7 @@ def test_plans_end_with_the_neighbourhood_of_the_inputs():
 
 # -- selection ------------------------------------------------------------------------------
 def test_selecting_a_drawn_node_never_runs_dot_again():
-    view = ox.explore(_scoped_chain(3, per_layer=5)).graph_view
+    view = ox.explore(scoped_chain(3, per_layer=5)).graph_view
     assert view.wait(60)
     version = view.version
     view.selected = "/enc/layer.2/Relu_3"
@@ -198,7 +184,7 @@ def test_selecting_a_drawn_node_never_runs_dot_again():
 
 
 def test_selecting_a_hidden_node_lays_out_once():
-    view = ox.explore(_scoped_chain(40)).graph_view
+    view = ox.explore(scoped_chain(40)).graph_view
     assert view.wait(60)
     version = view.version
     view.selected = "/enc/layer.37/Relu_59"
@@ -208,7 +194,7 @@ def test_selecting_a_hidden_node_lays_out_once():
 
 
 def test_a_click_made_on_an_old_drawing_is_ignored():
-    view = ox.explore(_scoped_chain(40)).graph_view
+    view = ox.explore(scoped_chain(40)).graph_view
     assert view.wait(60)
     stale_version = view.version
     node_id = next(k for k, v in view.ids.items() if v["kind"] == "node")
