@@ -158,7 +158,7 @@ def _set_theme(page: Any, name: str) -> None:
     )
 
 
-def check_view(page: Any, app: str, shot: Shots) -> None:
+def check_view(page: Any, app: str, shot: Shots, figures: dict[str, Any]) -> None:
     transformer = page.locator(".oxe-explorer").nth(0)
     chain = page.locator(".oxe-explorer").nth(1)
     transformer.locator(".oxe-graph-stage g.oxe-kind-node").first.wait_for()
@@ -169,6 +169,10 @@ def check_view(page: Any, app: str, shot: Shots) -> None:
     # Readable at once: the labels in view are at least 10 px high.
     heights = transformer.evaluate(LABEL_HEIGHTS)
     assert heights and min(heights) >= 10, heights
+    figures["first_view_label_px"] = {
+        "min": min(heights),
+        "median": sorted(heights)[len(heights) // 2],
+    }
 
     # The side panels sit beside the graph: the attribute panel's top is on screen.
     attributes = transformer.locator(".oxe-attributes")
@@ -188,6 +192,7 @@ def check_view(page: Any, app: str, shot: Shots) -> None:
         PLACE_IN_PANE, [transformer.element_handle(), ".oxe-graph-stage g.oxe-selected"]
     )
     assert 1 / 3 <= x <= 2 / 3 and 1 / 3 <= y <= 2 / 3, (x, y)
+    figures["picked_node_centre_in_pane"] = [round(x, 3), round(y, 3)]
     assert target in attributes.inner_text()
     shot("picked-from-list", transformer)
 
@@ -259,6 +264,7 @@ def check_view(page: Any, app: str, shot: Shots) -> None:
     shot("chain-expanded", chain)
     assert version and after is not None
     assert abs(after[0] - before[0]) <= 40 and abs(after[1] - before[1]) <= 40, (before, after)
+    figures["expand_drift_px"] = [round(after[0] - before[0], 1), round(after[1] - before[1], 1)]
 
     # A layout still running: busy indicator with elapsed time; Cancel stops it.
     slow = page.locator(".oxe-explorer").nth(2)
@@ -303,16 +309,18 @@ def test_the_first_minute_in_the_browser(app, browser, tmp_path):
         console: list[str] = []
         page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
         shot = Shots(page, artifacts)
+        figures: dict[str, Any] = {}
         try:
             page.goto(server.notebook_url("view.ipynb"))
             page.wait_for_selector(".jp-Notebook .jp-CodeCell")
             wait_for_kernel(server)
             _run_all(page)
-            check_view(page, app, shot)
+            check_view(page, app, shot, figures)
         except Exception:
             shot("failure")
             raise
         finally:
             (artifacts / "browser-console.log").write_text("\n".join(console), encoding="utf-8")
+            (artifacts / "figures.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
             page.close()
             (artifacts / f"jupyter-{app}.log").write_text(server.log_tail(200_000))
