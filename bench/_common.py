@@ -179,6 +179,11 @@ def timed_child(setup: str, stmt: str, post: str = "") -> str:
     )
 
 
+def emit_report(report: dict[str, Any]) -> None:
+    """Print ``report`` as the child's report line (for children that time several things)."""
+    print(REPORT_MARKER + json.dumps(report), flush=True)
+
+
 def measure(code: str, repeat: int = 3, **kwargs: Any) -> Measurement:
     """Run the child ``repeat`` times (each in a fresh process) and keep every run."""
     return Measurement(tuple(run_python(code, **kwargs) for _ in range(repeat)))

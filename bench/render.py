@@ -7,25 +7,57 @@ each prints the time to the first view (load + scope/DOT building + ``dot``) and
 nodes drawn, beside a net_drawer-style drawing of the whole graph (every operator and
 every value as its own box, handed to ``dot`` at once) with a time limit.
 
-Weights are declared as external data in a file that is never written: the graph
-structure is what is measured, and nothing here reads a weight.
+Then the explorer widget, on graphs that are hard to lay out as well as large ones: a
+TF1-style frozen GraphDef whose scopes all send a control edge into one ``NoOp``
+(``samples.frozen_tf1_graphdef``), a DenseNet-like graph whose clustered layout is
+slow under one of Graphviz's two ranking modes (``samples.dense_blocks``), and the
+20,000- and 100,000-node transformers. For each: how long ``explore()`` takes to
+return, the time to the first picture, what was simplified, each ranking mode alone
+and the drawing as it was before (plain ``dot``, control edges drawn), each capped;
+and the time ``select`` takes to bring 20 random hidden nodes into view.
 
-    .venv/bin/python bench/render.py            # all models, 60 s limit for the plain drawing
-    .venv/bin/python bench/render.py --quick    # 2,000 nodes only
+Weights are declared as external data in a file that is never written: the graph
+structure is what is measured, and nothing here reads a weight. Every model is built
+here; nothing is downloaded.
+
+    .venv/bin/python bench/render.py            # everything (about 5 minutes on 2 cores)
+    .venv/bin/python bench/render.py --quick    # 2,000 nodes and the GraphDef only
 """
 
 from __future__ import annotations
 
 import argparse
+import random
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import onnx
 from onnx import TensorProto, helper
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _common import (  # noqa: E402
+    Run,
+    emit_report,
+    fmt_seconds,
+    machine_description,
+    markdown_table,
+    run_python,
+    timed_child,
+    today,
+    write_result,
+)
+
+if TYPE_CHECKING:
+    from onnx_explorer.model import Node
+    from onnx_explorer.widgets.explorer import Explorer
+    from onnx_explorer.widgets.graph_view import GraphView
 MODELS = HERE / "_models"
 HIDDEN, FFN, HEADS = 768, 3072, 12
 
@@ -199,56 +231,40 @@ def plain_dot(model: onnx.ModelProto) -> str:
     return "\n".join(lines)
 
 
-def time_plain(path: Path, limit: float) -> str:
-    model = onnx.load(path, load_external_data=False)
-    source = plain_dot(model)
+def time_dot(source: str, limit: float, extra: Sequence[str] = ()) -> str:
+    """How long ``dot -Tsvg`` takes on ``source``: "1.23 s", or "> 30 s" when killed at ``limit``."""
     start = time.perf_counter()
     try:
         subprocess.run(
-            ["dot", "-Tsvg", "-o", "/dev/null"],
+            ["dot", "-Tsvg", *extra, "-o", "/dev/null"],
             input=source.encode(),
             timeout=limit,
             check=True,
             capture_output=True,
         )
     except subprocess.TimeoutExpired:
-        return f"> {limit:.0f} s (killed)"
+        return f"> {limit:g} s"
+    except subprocess.CalledProcessError as exc:
+        return f"crashed ({exc.stderr.decode(errors='replace').strip()[-80:]})"
     return f"{time.perf_counter() - start:.2f} s"
 
 
-def main() -> None:
-    sys.path.insert(0, str(HERE))
-    from _common import (
-        machine_description,
-        markdown_table,
-        run_python,
-        timed_child,
-        today,
-        write_result,
-    )
+def time_plain(path: Path, limit: float) -> str:
+    model = onnx.load(path, load_external_data=False)
+    return time_dot(plain_dot(model), limit)
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--limit", type=float, default=60.0)
-    parser.add_argument("--child", nargs=4, metavar=("NAME", "NODES", "SCOPED", "LIMIT"),
-                        help=argparse.SUPPRESS)  # fmt: skip
-    args = parser.parse_args()
-    if args.child:
-        # Heavy work (generating, loading for the plain drawing) runs here, in a child, so
-        # the parent stays small and its peak RSS cannot pollute the measured children.
-        name, nodes, scoped, limit = args.child
-        path, _ = generate(name, int(nodes), scoped == "1")
-        print(time_plain(path, float(limit)))
-        return
+
+def first_view_rows(quick: bool, limit: float) -> list[list[str]]:
+    """Generate the transformer graphs; time their first view and a plain drawing of each."""
     cases = [("scoped_2k", 2_000, True)]
-    if not args.quick:
+    if not quick:
         cases += [("scoped_20k", 20_000, True), ("scoped_100k", 100_000, True),
                   ("unscoped_20k", 20_000, False)]  # fmt: skip
     rows = []
     for name, nodes, scoped in cases:
         child = subprocess.run(
             [sys.executable, __file__, "--child", name, str(nodes), "1" if scoped else "0",
-             str(args.limit)],
+             str(limit)],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
         plain = child.stdout.strip().splitlines()[-1]
@@ -265,20 +281,309 @@ def main() -> None:
             plain, "; ".join(report["notes"])[:120],
         ])  # fmt: skip
         print(rows[-1], flush=True)
-    table = markdown_table(
-        ["model", "first view", "load / view / dot", "drawn", "plain dot of everything",
-         "notes"],
-        rows, align="lrrrrl",
-    )  # fmt: skip
-    text = (
-        f"# First view of large graphs\n\n{today()}, {machine_description()}\n\n{table}\n\n"
-        "First view: median of 3 fresh processes, measured inside the process around "
-        "`load` + `build_dot` + `dot -Tsvg` (split: reading the file into the model; "
-        "index, scope tree and DOT text; Graphviz layout and SVG). Plain: every operator and value handed to "
-        f"`dot` at once (net_drawer style), killed after {args.limit:.0f} s.\n"
+    return rows
+
+
+# -- the explorer widget: first picture, what was simplified, select -------------------
+#: Each ranking mode alone, and the drawing as it was before, are killed after this long.
+DEFAULT_CAP = 30.0
+SELECTS = 20
+SEED = 20261123
+RUNS = 3  # fresh processes per model; the last one also times the selections
+FIRST_PICTURE_LIMIT = 300.0  # seconds a child waits for the first drawing
+SELECT_LIMIT = 60.0  # seconds one selection may take before it counts as failed
+CLUSTER_MARK = "subgraph cluster_"
+
+
+@dataclass(frozen=True)
+class WidgetCase:
+    name: str
+    path: Path
+
+
+def widget_cases(quick: bool) -> list[WidgetCase]:
+    frozen = WidgetCase("frozen_tf1 (GraphDef)", MODELS / "frozen_tf1.pbtxt")
+    if quick:
+        return [frozen, WidgetCase("scoped_2k", MODELS / "scoped_2k.onnx")]
+    return [
+        frozen,
+        WidgetCase("dense_blocks", MODELS / "dense_blocks.onnx"),
+        WidgetCase("scoped_20k", MODELS / "scoped_20k.onnx"),
+        WidgetCase("scoped_100k", MODELS / "scoped_100k.onnx"),
+    ]
+
+
+def child_call(function: str, *args: object) -> str:
+    """Code for a fresh interpreter that imports this script and calls ``function(*args)``."""
+    return (
+        f"import sys; sys.path.insert(0, {str(HERE)!r})\nimport render\nrender.{function}{args!r}\n"
     )
+
+
+def write_samples() -> None:
+    """(Child) Write the two hard-to-lay-out sample graphs under bench/_models/."""
+    from onnx_explorer import samples
+
+    MODELS.mkdir(exist_ok=True)
+    (MODELS / "frozen_tf1.pbtxt").write_bytes(samples.frozen_tf1_graphdef())
+    onnx.save(samples.dense_blocks(), MODELS / "dense_blocks.onnx")
+
+
+def explore_child(path: str, selects: int) -> None:
+    """(Child) Time ``explore()`` and its first picture; then ``selects`` hidden nodes."""
+    import onnx_explorer
+
+    # explore() imports these on first use; a notebook pays for that once, not per model.
+    import onnx_explorer.readers.graphdef
+    import onnx_explorer.readers.onnx
+    import onnx_explorer.widgets.explorer
+
+    start = time.perf_counter()
+    explorer = onnx_explorer.explore(path)
+    returned = time.perf_counter() - start
+    view = explorer.graph_view
+    if not view.wait(FIRST_PICTURE_LIMIT):
+        raise SystemExit(f"no picture after {FIRST_PICTURE_LIMIT:g} s")
+    first_picture = time.perf_counter() - start
+    drawing = view.drawing
+    if drawing is None:
+        raise SystemExit(f"no drawing: {view.error}")
+    report: dict[str, Any] = {
+        "nodes": len(explorer.graph.nodes),
+        "explore_s": returned,
+        "first_picture_s": first_picture,
+        "draw_s": drawing.seconds,
+        "drawn": drawing.result.drawn,
+        "simplified": drawing.simplified,
+        "control_hidden": drawing.result.control_hidden,
+    }
+    if selects:
+        report["hidden"] = len(hidden_nodes(view))
+        report["selects"] = time_selects(explorer, selects)
+    explorer.close()
+    emit_report(report)
+
+
+def is_hidden(view: GraphView, node: Node) -> bool:
+    """True when the current drawing shows ``node`` only inside a collapsed scope box."""
+    assert view.result is not None
+    drawn_as = view.ids.get(view.result.locate(node) or "", {})
+    return drawn_as.get("kind") == "scope"
+
+
+def hidden_nodes(view: GraphView) -> list[str]:
+    """Names of the nodes that have a box of their own once their scope is open."""
+    from onnx_explorer.views.index import graph_index
+
+    index = graph_index(view.graph)  # folded constants are drawn inside their readers
+    return [
+        node.name
+        for node in view.graph.nodes
+        if index.is_drawable(node.index) and is_hidden(view, node)
+    ]
+
+
+def time_selects(explorer: Explorer, count: int) -> list[dict[str, Any]]:
+    """Select ``count`` random nodes, each hidden in the drawing of the moment, one after
+    another (opened scopes stay open, as in a session); seconds and drawing size of each."""
+    view = explorer.graph_view
+    candidates = hidden_nodes(view)
+    random.Random(SEED).shuffle(candidates)
+    timings: list[dict[str, Any]] = []
+    for name in candidates:
+        if len(timings) == count:
+            break
+        if not is_hidden(view, explorer.graph.node(name)):
+            continue  # opened by an earlier selection
+        seconds = time_select(explorer, name)
+        assert view.drawing is not None
+        timings.append(
+            {"s": seconds, "draw_s": view.drawing.seconds, "drawn": view.drawing.result.drawn}
+        )
+    return timings
+
+
+def time_select(explorer: Explorer, name: str) -> float | None:
+    """Seconds from ``select(name)`` until ``highlight_id`` is the node's own box (None: never)."""
+    view = explorer.graph_view
+    start = time.perf_counter()
+    explorer.select(name)
+    deadline = start + SELECT_LIMIT
+    while not highlights(view, name):
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        view.wait(left)  # the re-layout that opens the node's scope
+        if not highlights(view, name):
+            time.sleep(0.001)
+    return time.perf_counter() - start
+
+
+def highlights(view: GraphView, name: str) -> bool:
+    drawn = view.ids.get(view.highlight_id) if view.highlight_id else None
+    return drawn is not None and drawn.get("name") == name
+
+
+def layout_modes_child(path: str, cap: float) -> None:
+    """(Child) The first view's DOT laid out under each ranking alone, and as before:
+    plain ``dot``, control edges drawn. Each killed after ``cap`` seconds."""
+    import onnx_explorer
+    from onnx_explorer.views.layout import ViewRequest
+
+    model = onnx_explorer.load(path)
+    view = ViewRequest().build(model.graph, model)
+    before = ViewRequest(control_edges="show").build(model.graph, model)
+    report = {"clustered": CLUSTER_MARK in view.source, "before": time_dot(before.source, cap)}
+    if report["clustered"]:
+        report["newrank"] = time_dot(view.source, cap, ["-Gnewrank=true"])
+        report["plain"] = time_dot(view.source, cap)
+    emit_report(report)
+
+
+def widget_rows(cases: list[WidgetCase], cap: float) -> tuple[list[list[str]], list[str]]:
+    """One table row per model, and a line per model on where select's time went."""
+    run_python(child_call("write_samples"))
+    rows, lines = [], []
+    for case in cases:
+        runs = [
+            run_python(child_call("explore_child", str(case.path), SELECTS if k == RUNS - 1 else 0))
+            for k in range(RUNS)
+        ]
+        modes = run_python(child_call("layout_modes_child", str(case.path), cap)).report
+        rows.append(widget_row(case, runs, modes))
+        lines.append(select_breakdown(case, runs[-1].report))
+        print(rows[-1], flush=True)
+    return rows, lines
+
+
+def widget_row(case: WidgetCase, runs: list[Run], modes: dict[str, Any]) -> list[str]:
+    reports = [run.report for run in runs]
+    last = reports[-1]
+    return [
+        f"{case.name} ({last['nodes']:,} nodes)",
+        fmt_seconds(statistics.median(r["explore_s"] for r in reports)),
+        fmt_seconds(statistics.median(r["first_picture_s"] for r in reports)),
+        f"{last['drawn']:,}",
+        simplified_text(reports),
+        modes.get("newrank", "—"),
+        modes.get("plain", "—"),
+        modes["before"],
+        select_text(last),
+    ]
+
+
+def simplified_text(reports: list[dict[str, Any]]) -> str:
+    """What the first picture left out, over all runs (a slow machine may simplify once)."""
+    notes = dict.fromkeys(r["simplified"] or "nothing" for r in reports)
+    text = " / ".join(notes)
+    hidden = reports[-1]["control_hidden"]
+    return text + (f" ({hidden} control edges hidden by default)" if hidden else "")
+
+
+def select_text(report: dict[str, Any]) -> str:
+    selects = report.get("selects", [])
+    if not selects:
+        return "— (every node drawn)"
+    times = [s["s"] for s in selects if s["s"] is not None]
+    failed = len(selects) - len(times)
+    text = f"{fmt_seconds(statistics.median(times))} / {fmt_seconds(max(times))}" if times else "—"
+    return text + (f" ({failed} of {len(selects)} never shown)" if failed else "")
+
+
+def select_breakdown(case: WidgetCase, report: dict[str, Any]) -> str:
+    selects = [s for s in report.get("selects", []) if s["s"] is not None]
+    if not selects:
+        return f"- {case.name}: nothing hidden in the first view."
+    seconds = statistics.median(s["s"] for s in selects)
+    draw_s = statistics.median(s["draw_s"] for s in selects)
+    drawn = [s["drawn"] for s in selects]
+    return (
+        f"- {case.name}: {len(selects)} selections from {report['hidden']:,} hidden nodes; "
+        f"median {fmt_seconds(seconds)}, of which `draw` (DOT + `dot`) {fmt_seconds(draw_s)}; "
+        f"drawings grew from {drawn[0]:,} to {drawn[-1]:,} boxes."
+    )
+
+
+# -- the results file -----------------------------------------------------------------
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--limit",
+        type=float,
+        default=60.0,
+        help="seconds before the plain drawing of a whole graph is killed",
+    )
+    parser.add_argument(
+        "--cap",
+        type=float,
+        default=DEFAULT_CAP,
+        help="seconds before a single-ranking or 'before' layout is killed",
+    )
+    parser.add_argument("--child", nargs=4, metavar=("NAME", "NODES", "SCOPED", "LIMIT"),
+                        help=argparse.SUPPRESS)  # fmt: skip
+    args = parser.parse_args()
+    if args.child:
+        # Heavy work (generating, loading for the plain drawing) runs here, in a child, so
+        # the parent stays small and its peak RSS cannot pollute the measured children.
+        name, nodes, scoped, limit = args.child
+        path, _ = generate(name, int(nodes), scoped == "1")
+        print(time_plain(path, float(limit)))
+        return
+    started = time.perf_counter()
+    first_views = first_view_rows(args.quick, args.limit)
+    widget, breakdown = widget_rows(widget_cases(args.quick), args.cap)
+    text = results_text(first_views, widget, breakdown, args.limit, args.cap)
     print(text)
     write_result("render", text)
+    print(f"benchmark took {time.perf_counter() - started:.0f} s")
+
+
+def results_text(
+    first_views: list[list[str]],
+    widget: list[list[str]],
+    breakdown: list[str],
+    limit: float,
+    cap: float,
+) -> str:
+    first_table = markdown_table(
+        ["model", "first view", "load / view / dot", "drawn", "plain dot of everything",
+         "notes"],
+        first_views, align="lrrrrl",
+    )  # fmt: skip
+    widget_table = markdown_table(
+        ["model", "explore() returns", "first picture", "drawn", "simplified",
+         "newrank only", "plain ranking only", "before: plain dot, control edges drawn",
+         f"select a hidden node: median / max of {SELECTS}"],
+        widget, align="lrrrlrrrr",
+    )  # fmt: skip
+    return (
+        f"# First view of large graphs\n\n{today()}, {machine_description()}\n\n"
+        f"{first_table}\n\n"
+        "First view: median of 3 fresh processes, measured inside the process around "
+        "`load` + `build_dot` + `dot -Tsvg` (split: reading the file into the model; "
+        "index, scope tree and DOT text; Graphviz layout and SVG). Plain: every operator and "
+        f"value handed to `dot` at once (net_drawer style), killed after {limit:.0f} s.\n\n"
+        f"## In the explorer widget\n\n{widget_table}\n\n"
+        f"- **explore() returns** / **first picture**: median of {RUNS} fresh processes, from "
+        "the `onnx_explorer.explore(path)` call until it returns / until "
+        "`graph_view.wait()` returns with the first drawing (load, panels, DOT and `dot` in "
+        "the layout thread; the lazily imported reader and widget modules are imported "
+        "before the clock starts).\n"
+        "- **simplified**: the first drawing's `simplified` note (which cheaper plan was drawn "
+        "after a timeout or crash), or nothing.\n"
+        "- **newrank only** / **plain ranking only**: the same first-view DOT handed to "
+        "`dot -Tsvg` with `-Gnewrank=true` / without, one at a time; the widget races both. "
+        "— when the view has no clusters (both are the same layout then).\n"
+        '- **before**: the same view built with control edges drawn (`control_edges="show"`), '
+        "handed to plain `dot -Tsvg`, as the explorer did before it raced rankings and hid "
+        f"control edges. Single-mode and before runs are killed after {cap:g} s.\n"
+        f"- **select**: in the last of the {RUNS} processes, {SELECTS} nodes picked at random "
+        f"(seed {SEED}) among those hidden in a collapsed scope of the drawing of the moment, "
+        "selected one after another with `ex.select(name)`; timed until `graph_view."
+        "highlight_id` is the node's own box. Opened scopes stay open, so later drawings "
+        "are larger.\n\n" + "\n".join(breakdown) + "\n"
+    )
 
 
 if __name__ == "__main__":
