@@ -300,3 +300,16 @@ def test_the_view_on_screen_saves_as_svg_png_or_dot(tmp_path):
     assert ex.save(tmp_path / "view.dot").read_text().startswith("digraph")
     with pytest.raises(ValueError, match="use a .svg, .png or .dot name"):
         ex.save(tmp_path / "model.onnx")
+
+
+def test_the_graph_selector_shows_the_graph_that_is_drawn():
+    ex = ox.explore(nested_if(2))
+    view = _drawn(ex.graph_view)
+    cell = next(
+        k for k, v in view.ids.items() if v["kind"] == "body" and v["label"] == "else_branch"
+    )
+    _click(view, cell, double=True)  # opened from the drawing, not from the selector
+    assert ex.graph_path == "/If/else_branch"
+    assert ex.model_panel.graph_picker.value == "/If/else_branch"
+    ex.show_graph("/")  # the breadcrumb back to the main graph
+    assert ex.model_panel.graph_picker.value == "/" and ex.graph_view.graph is ex.model.graph

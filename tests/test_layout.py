@@ -118,15 +118,33 @@ def test_garbage_from_dot_is_not_a_drawing(tmp_path, monkeypatch):
 
 
 def test_dot_crashing_in_one_ranking_mode_still_draws(tmp_path, monkeypatch):
-    # The real-world "Pshortestpath failed" crash depends on the ranking mode: race both.
+    # The real-world "Pshortestpath failed" crash depends on the ranking mode. Plain ranking
+    # runs first; when it crashes, newrank starts at once instead of after the stagger.
     _stand_in(
         tmp_path,
         monkeypatch,
-        'case "$*" in *newrank*) kill -SEGV $$;; esac\nexec "$REAL_DOT" "$@"',
+        'case "$*" in *newrank*) exec "$REAL_DOT" "$@";; esac\n'
+        'echo "Error: Pshortestpath failed" >&2; kill -SEGV $$',
     )
     model = ox.load(scoped_chain(40))
     drawing = draw(model.graph, model, ViewRequest(expanded=("enc/layer.3",)))
     assert drawing.simplified is None and "cluster" in drawing.svg
+
+
+def test_the_second_ranking_mode_starts_only_when_the_first_is_slow(tmp_path, monkeypatch):
+    log = tmp_path / "runs.log"
+    _stand_in(
+        tmp_path,
+        monkeypatch,
+        f'echo "$*" >> "{log}"\n'
+        'case "$*" in *newrank*) exec "$REAL_DOT" "$@";; esac\nexec sleep 30',
+    )
+    model = ox.load(scoped_chain(40))
+    drawing = draw(model.graph, model, ViewRequest(expanded=("enc/layer.3",)))
+    assert "cluster" in drawing.svg
+    runs = log.read_text().splitlines()
+    assert len(runs) == 2 and "newrank" not in runs[0] and "newrank" in runs[1]
+    assert _wait_until(lambda: live_processes() == 0)  # the slow plain one was killed
 
 
 def test_missing_graphviz_says_how_to_install_it(monkeypatch):

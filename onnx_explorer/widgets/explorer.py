@@ -126,6 +126,7 @@ class Explorer(widgets.VBox):
         self.node_list.set_graph(graph)
         self.tensor_panel.set_graph(graph)
         self.attribute_panel.show(None, None)
+        self.model_panel.follow(path)  # the graph selector shows the graph that is drawn
         self._update_breadcrumb()
 
     def save(self, path: str | os.PathLike[str], timeout: float = 60.0) -> Path:

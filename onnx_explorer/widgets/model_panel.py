@@ -55,15 +55,27 @@ class ModelPanel(widgets.VBox):
                                              for g in graphs[:2000]],
             value="/", description="graph", layout=widgets.Layout(width="100%"),
         )  # fmt: skip
-        self.graph_picker.observe(
-            lambda c: self.on_open_graph(c["new"]) if c["new"] else None, "value"
-        )
+        self._following = False
+        self.graph_picker.observe(self._on_pick, "value")
         children: list[widgets.Widget] = [widgets.HTML(h.STYLE + self._html(info))]
         if graphs:
             children.append(self.graph_picker)
         children += [self.check_button, self.check_result]
         super().__init__(children, **kwargs)
         self.add_class("oxe-model")
+
+    def follow(self, path: str) -> None:
+        """Show ``path`` as the picked graph (the explorer opened it some other way)."""
+        values = {value for _label, value in self.graph_picker.options}
+        self._following = True
+        try:
+            self.graph_picker.value = path if path in values else None
+        finally:
+            self._following = False
+
+    def _on_pick(self, change: Any) -> None:
+        if change["new"] and not self._following:
+            self.on_open_graph(change["new"])
 
     def check(self) -> str:
         self.check_result.value = h.muted("checking…")
