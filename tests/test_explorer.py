@@ -12,7 +12,7 @@ from builders import HOSTILE_STRINGS, hostile, mlp, nested_if, with_external_dat
 
 import onnx_explorer as ox
 from onnx_explorer.samples import tiny_transformer
-from onnx_explorer.widgets.explorer import Explorer
+from onnx_explorer.widgets.explorer import TAB_MODEL, TAB_NODES, TAB_TENSORS, Explorer
 
 
 def _html_values(widget: widgets.Widget) -> list[str]:
@@ -47,10 +47,18 @@ def _text(widget: widgets.Widget) -> str:
     return "\n".join(parts)
 
 
+def _open_tabs(ex) -> None:
+    """Open the tensors and model tabs as a user does: their contents are made then."""
+    ex.tabs.selected_index = TAB_TENSORS
+    ex.tabs.selected_index = TAB_MODEL
+    ex.tabs.selected_index = TAB_NODES
+
+
 def test_explore_builds_every_panel(tmp_path):
     path = tmp_path / "mlp.onnx"
     onnx.save(mlp(), path)
     ex = ox.explore(path)
+    _open_tabs(ex)
     assert isinstance(ex, Explorer)
     assert ex.model.path == path
     assert ex.graph is ex.model.graph
@@ -130,6 +138,7 @@ def test_node_search_filters_and_pages():
 def test_tensor_panel_reads_only_the_selected_tensor(tmp_path):
     path, arrays = with_external_data(tmp_path)
     ex = ox.explore(path)
+    _open_tabs(ex)
     listing = [v for _, v in ex.tensor_panel.listing.options]
     assert listing[0] == "/layer1/W"  # largest first
     ex.tensor_panel.sort_by.value = "name"
@@ -147,6 +156,7 @@ def test_one_broken_tensor_shows_an_error_in_the_panel(tmp_path):
     data = (tmp_path / "weights.bin").read_bytes()
     (tmp_path / "weights.bin").write_bytes(data[:150])  # /layer2/W is cut off
     ex = ox.explore(path)
+    _open_tabs(ex)
     ex.tensor_panel.listing.value = "/layer2/W"
     assert "cannot read this tensor" in ex.tensor_panel.details.value
     assert ex.tensor_panel.plot.value == b""
@@ -157,6 +167,7 @@ def test_one_broken_tensor_shows_an_error_in_the_panel(tmp_path):
 
 def test_subgraphs_open_with_a_breadcrumb():
     ex = ox.explore(nested_if(4))
+    _open_tabs(ex)
     ex.select("/If")
     open_then = next(
         b for b in _buttons(ex.attribute_panel) if b.description.startswith("open then_branch")
@@ -282,6 +293,7 @@ def assert_no_model_markup(markup: str) -> None:
 def test_hostile_strings_never_become_markup():
     model = hostile()
     ex = ox.explore(model)
+    _open_tabs(ex)
     pages = list(_html_values(ex))
     for node in ex.graph.nodes:
         ex.select(node.name)
@@ -319,6 +331,7 @@ def test_quantized_weight_shows_dequantized_statistics(tmp_path):
         ],
     )
     ex = ox.explore(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]))
+    _open_tabs(ex)
     panel = ex.tensor_panel
     panel.listing.value = "q"
     assert panel.dequantize_box.layout.display == "flex"
@@ -360,6 +373,7 @@ def test_graphdef_files_in_the_explorer(name):
 
     path = Path(__file__).parent / "data" / "graphdef" / name
     ex = ox.explore(path)
+    _open_tabs(ex)
     assert ex.model.format == "graphdef"
     assert ex.graph_view.wait(60)
     assert not ex.graph_view.error and ex.graph_view.svg.startswith("<svg")
@@ -378,3 +392,13 @@ def test_complex_values_are_previewed_whole():
     from onnx_explorer.views.text import preview_values
 
     assert preview_values(np.array([1 + 2j, 3 - 4j], np.complex64)) == "[1+2j, 3-4j]"
+
+
+def test_tensors_and_summary_are_made_when_their_tab_is_first_opened():
+    ex = ox.explore(mlp())
+    assert ex.tensor_panel.listing.options == () and "summarizing" in ex.model_panel.summary.value
+    assert ex.tensor("/layer1/W").shape == (4, 8)  # the Python side never waits for a tab
+    ex.tabs.selected_index = TAB_TENSORS
+    assert len(ex.tensor_panel.listing.options) == 3
+    ex.tabs.selected_index = TAB_MODEL
+    assert "producer" in ex.model_panel.summary.value

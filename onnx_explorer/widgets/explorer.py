@@ -52,7 +52,7 @@ class Explorer(widgets.VBox):
             model, on_select=self.select, on_open_graph=self.show_graph,
             on_show_tensor=self.show_tensor,
         )  # fmt: skip
-        self.tensor_panel = TensorPanel(graph, layout_note=self._layout_note)
+        self.tensor_panel = TensorPanel(graph, layout_note=self._layout_note, listed=False)
         self.model_panel = ModelPanel(model, on_open_graph=self.show_graph)
         self.breadcrumb = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
         self.tabs = widgets.Tab(
@@ -76,6 +76,7 @@ class Explorer(widgets.VBox):
         self.graph_view.observe(self._on_view_graph, "graph_path")
         self.node_list.observe(self._on_list_selected, "selected")
         self.node_list.observe(self._on_search, "revision")
+        self.tabs.observe(self._on_tab, "selected_index")
         self._update_breadcrumb()
 
     # -- the Python side of the two-way link ---------------------------------------
@@ -163,6 +164,13 @@ class Explorer(widgets.VBox):
         # A double click in the drawing opened an If/Loop/Scan body or a function.
         if change["new"] != self.graph_path:
             self.show_graph(change["new"])
+
+    def _on_tab(self, change: Any) -> None:
+        # Tensors and model summary are made when their tab is first opened.
+        if change["new"] == TAB_TENSORS:
+            self.tensor_panel.activate()
+        elif change["new"] == TAB_MODEL:
+            self.model_panel.activate()
 
     def _on_search(self, _change: Any) -> None:
         # Search and filter hits are marked in the drawing, with next/previous buttons.

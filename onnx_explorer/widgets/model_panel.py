@@ -43,7 +43,6 @@ class ModelPanel(widgets.VBox):
     def __init__(self, model: Model, on_open_graph: Callable[[str], None], **kwargs: Any) -> None:
         self.model = model
         self.on_open_graph = on_open_graph
-        info = summarize(model)
         self.check_button = widgets.Button(
             description="run onnx.checker", icon="check", disabled=model.format != "onnx"
         )
@@ -57,12 +56,21 @@ class ModelPanel(widgets.VBox):
         )  # fmt: skip
         self._following = False
         self.graph_picker.observe(self._on_pick, "value")
-        children: list[widgets.Widget] = [widgets.HTML(h.STYLE + self._html(info))]
+        # The summary walks every weight (~1 s at 100,000 nodes): made when first shown.
+        self.summary = widgets.HTML(h.STYLE + h.muted("summarizing…"))
+        self._summarized = False
+        children: list[widgets.Widget] = [self.summary]
         if graphs:
             children.append(self.graph_picker)
         children += [self.check_button, self.check_result]
         super().__init__(children, **kwargs)
         self.add_class("oxe-model")
+
+    def activate(self) -> None:
+        """The panel is on screen: write the summary now, if not done yet."""
+        if not self._summarized:
+            self._summarized = True
+            self.summary.value = h.STYLE + self._html(summarize(self.model))
 
     def follow(self, path: str) -> None:
         """Show ``path`` as the picked graph (the explorer opened it some other way)."""

@@ -59,8 +59,15 @@ class TensorPanel(QuietPicking, widgets.VBox):
     selected = traitlets.Unicode(None, allow_none=True)
 
     def __init__(
-        self, graph: Graph, layout_note: Callable[[Tensor], str | None] | None = None, **kwargs: Any
+        self,
+        graph: Graph,
+        layout_note: Callable[[Tensor], str | None] | None = None,
+        *,
+        listed: bool = True,
+        **kwargs: Any,
     ) -> None:
+        """``listed=False``: list the tensors only when :meth:`activate` is called (the
+        explorer does that when its tab is first opened)."""
         self.layout_note = layout_note
         self.sort_by = widgets.Dropdown(
             options=[("largest first", "size"), ("name", "name"), ("dtype", "dtype"),
@@ -91,6 +98,8 @@ class TensorPanel(QuietPicking, widgets.VBox):
         self.details.add_class("oxe-tensor-details")
         self.plot.add_class("oxe-histogram")
         self._extra: dict[str, Tensor] = {}
+        self._by_name: dict[str, Tensor] = {}
+        self._active = listed
         self.sort_by.observe(lambda _c: self.refresh(), "value")
         self.filter_box.observe(lambda _c: self.refresh(), "value")
         self.listing.observe(self._on_pick, "value")
@@ -100,13 +109,33 @@ class TensorPanel(QuietPicking, widgets.VBox):
 
     # -- public ------------------------------------------------------------------
     def set_graph(self, graph: Graph) -> None:
+        """Show another graph's tensors (listed when the panel is first shown)."""
         self.graph = graph
-        self.rows = tensor_rows(graph)
-        self._by_name = {row.name: row.tensor for row in self.rows}
-        self.refresh()
+        self._rows: list[TensorRow] | None = None
+        if self._active:
+            self.refresh()
+        else:
+            with self.quietly():
+                self.listing.options = []
+            self.count.value = ""
         self._show_nothing()
 
+    def activate(self) -> None:
+        """The panel is on screen: list the tensors now, if not done yet."""
+        if not self._active:
+            self._active = True
+            self.refresh()
+
+    @property
+    def rows(self) -> list[TensorRow]:
+        # Built on first use: 54,000 tensors take ~1 s, which explore() must not wait for.
+        if self._rows is None:
+            self._rows = tensor_rows(self.graph)
+            self._by_name = {row.name: row.tensor for row in self._rows}
+        return self._rows
+
     def tensor(self, name: str) -> Tensor:
+        self.rows  # noqa: B018 - builds the name index on first use
         tensor = self._by_name.get(name) or self._extra.get(name)
         if tensor is None:
             raise KeyError(f"no stored tensor named {name!r} in graph {self.graph.path!r}")
@@ -127,6 +156,7 @@ class TensorPanel(QuietPicking, widgets.VBox):
 
     def show_tensor(self, tensor: Tensor) -> None:
         """Show any tensor, including attribute tensors not in the list."""
+        self.activate()
         if tensor.name not in self._by_name:
             self._extra[tensor.name] = tensor
         self.selected = None  # re-selecting the same name must refresh too
