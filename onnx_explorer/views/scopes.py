@@ -101,6 +101,7 @@ class ScopeTree:
         self.by_path: dict[str, Scope] = {"": self.root}
         self.node_scope: list[Scope] = []  # node index → the scope it sits in directly
         self.node_params: dict[int, int] = {}  # node index → parameters folded into it
+        self._op_names: list[str] | None = None  # op type per node, for ops()
         self._build(graph, index)
         self._count(graph, index)
         for scope in list(self.root.walk()):
@@ -117,10 +118,15 @@ class ScopeTree:
         return scope
 
     def ops(self, graph: Graph, scope: Scope) -> Counter[str]:
-        """Operator counts of a scope's subtree (computed when first asked for)."""
+        """Operator counts of a scope's subtree (computed when first asked for, from the
+        children's counts, so asking for every box of a view costs one pass in all)."""
         if scope._ops is None:
-            nodes = graph.nodes
-            scope._ops = Counter(as_text(nodes[i].op_type) for i in scope.subtree_nodes())
+            if self._op_names is None:
+                self._op_names = [as_text(node.op_type) for node in graph.nodes]
+            counts = Counter(map(self._op_names.__getitem__, scope.nodes))
+            for child in scope.children:
+                counts.update(self.ops(graph, child))
+            scope._ops = counts
         return scope._ops
 
     # -- building ---------------------------------------------------------------
@@ -142,6 +148,7 @@ class ScopeTree:
         by_prefix: dict[str, Scope] = {}  # raw name prefix → scope: one split per distinct prefix
         by_meta: dict[str, Scope] = {}  # raw name_scopes value → scope
         node_scope = self.node_scope
+        append = node_scope.append
         use_metadata = _scopes_from_metadata(graph)
         for node in graph.nodes:
             if use_metadata:
@@ -154,16 +161,16 @@ class ScopeTree:
                     scope = by_meta.get(key)
                     if scope is None:
                         scope = by_meta[key] = self._scope_for(metadata_scope(raw))
-                    scope.nodes.append(node.index)
-                    node_scope.append(scope)
+                    append(scope)
                     continue
-            name = node.name if isinstance(node.name, str) else as_text(node.name)
-            prefix = name.rpartition("/")[0]
+            name = node.name
+            prefix = (name if isinstance(name, str) else as_text(name)).rpartition("/")[0]
             scope = by_prefix.get(prefix)
             if scope is None:
                 scope = by_prefix[prefix] = self._scope_for(prefix)
-            scope.nodes.append(node.index)
-            node_scope.append(scope)
+            append(scope)
+        for i, scope in enumerate(node_scope):  # members in file order, one pass
+            scope.nodes.append(i)
 
     def _count(self, graph: Graph, index: GraphIndex) -> None:
         folded = index.folded_nodes
@@ -179,20 +186,32 @@ class ScopeTree:
             if tensor is not None and id(tensor) not in seen:
                 seen.add(id(tensor))
                 params[i] = params.get(i, 0) + tensor.size
+        # Direct parameters and folded members per scope from the (few) nodes that have them,
+        # not from a pass over every member of every scope.
+        direct_params: dict[int, int] = {}
+        direct_folded: dict[int, int] = {}
+        node_scope = self.node_scope
+        for i, count in params.items():
+            key = id(node_scope[i])
+            direct_params[key] = direct_params.get(key, 0) + count
+        for i in folded:
+            key = id(node_scope[i])
+            direct_folded[key] = direct_folded.get(key, 0) + 1
         # Children were created after their parents: a reversed walk sums bottom-up.
         order = list(self.root.walk())
         for scope in reversed(order):
+            key = id(scope)
             scope.node_count = len(scope.nodes)
-            scope.param_count = sum(params.get(i, 0) for i in scope.nodes)
-            drawable = sum(1 for i in scope.nodes if i not in folded)
-            scope.items = drawable + len(scope.children)
-            firsts = [scope.nodes[0]] if scope.nodes else []
+            scope.param_count = direct_params.get(key, 0)
+            scope.items = len(scope.nodes) - direct_folded.get(key, 0) + len(scope.children)
+            first = scope.nodes[0] if scope.nodes else None
             for child in scope.children:
                 scope.node_count += child.node_count
                 scope.param_count += child.param_count
-                firsts.append(child.first)
-            scope.first = min(firsts) if firsts else 0
-            scope.children.sort(key=lambda c: c.first)
+                if first is None or child.first < first:
+                    first = child.first
+            scope.first = first or 0
+            scope.children.sort(key=_first_index)
 
     def _split(self, graph: Graph, index: GraphIndex, scope: Scope) -> None:
         """Regroup a scope's items into synthetic groups of at most SCOPE_ITEMS_MAX items."""
@@ -328,6 +347,10 @@ def _list_entries(text: str) -> list[str]:
     if isinstance(parsed, list | tuple):
         return [e for e in parsed if isinstance(e, str)]
     return []
+
+
+def _first_index(scope: Scope) -> int:
+    return scope.first
 
 
 _CACHE: weakref.WeakKeyDictionary[Graph, ScopeTree] = weakref.WeakKeyDictionary()
