@@ -12,16 +12,14 @@ import mmap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .dtypes import DType, decode_bytes
 from .errors import ExplorerError, ExternalDataError, TensorDataError
 from .external_data import DataFile, DataFiles, ExternalRef, parse_size_field, resolve_location
-
-if TYPE_CHECKING:
-    from .stats import Dequantizer, Histogram, TensorStats
+from .stats import Dequantizer, Histogram, TensorStats, tensor_histogram, tensor_stats
 
 #: Elements decoded per chunk when streaming (4 Mi elements: 16 MB of float32).
 CHUNK_ELEMENTS = 1 << 22
@@ -362,8 +360,6 @@ class Tensor:
         values (see :func:`onnx_explorer.quant.find_dequantization`). Details:
         :func:`onnx_explorer.stats.tensor_stats`.
         """
-        from .stats import tensor_stats
-
         return tensor_stats(self, dequantize=dequantize, **kwargs)
 
     def histogram(
@@ -379,8 +375,6 @@ class Tensor:
 
         Details: :func:`onnx_explorer.stats.tensor_histogram`.
         """
-        from .stats import tensor_histogram
-
         return tensor_histogram(self, bins, range, log=log, dequantize=dequantize, **kwargs)
 
     def _checked_size(self) -> int:

@@ -1,0 +1,154 @@
+"""Histograms of a stream of value blocks (see :mod:`onnx_explorer.stats` for the bins)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._results import Histogram, TensorStats
+from ._values import (
+    BLOCK_ELEMENTS,
+    CHUNK_ELEMENTS,
+    Dequantizer,
+    ValueSource,
+    ValueStream,
+    array_values,
+    tensor_values,
+)
+
+
+# -- histograms -----------------------------------------------------------------------------
+def _finite_range(values: ValueStream) -> tuple[Any, Any]:
+    """(min, max) of the finite values, or (None, None) when there are none."""
+    lo: Any = None
+    hi: Any = None
+    widen = values.widen
+    for _, block in values.blocks():
+        v = widen(block)
+        if v.size == 0:
+            continue
+        a, b = v.min(), v.max()
+        if values.is_float and not (math.isfinite(a) and math.isfinite(b)):
+            v = v[np.isfinite(v)]
+            if v.size == 0:
+                continue
+            a, b = v.min(), v.max()
+        a, b = (float(a), float(b)) if values.is_float else (int(a), int(b))
+        lo = a if lo is None else min(lo, a)
+        hi = b if hi is None else max(hi, b)
+    return lo, hi
+
+
+def _auto_edges(lo: Any, hi: Any, bins: int, is_float: bool) -> tuple[float, float, int]:
+    if lo is None:
+        return 0.0, 1.0, bins  # as numpy does for empty input
+    if not is_float:
+        # Integer-aligned bins: each holds the same number of integers (no aliasing).
+        span = int(hi) - int(lo) + 1
+        width = -(-span // bins)
+        count = -(-span // width)
+        first = float(lo) - 0.5
+        return first, first + count * width, count
+    if lo == hi:
+        return lo - 0.5, hi + 0.5, bins
+    return float(lo), float(hi), bins
+
+
+def histogram(
+    values: ValueStream,
+    bins: int = 100,
+    range: tuple[float, float] | None = None,
+    *,
+    log: bool = False,
+    stats: TensorStats | None = None,
+) -> Histogram:
+    """Histogram of a stream of value blocks (two passes with ``range=None``, else one)."""
+    if not isinstance(bins, int | np.integer) or bins < 1:
+        raise ValueError(f"bins must be a positive integer, not {bins!r}")
+    bins = int(bins)
+    auto = range is None
+    if range is None:
+        lo_v, hi_v = (stats.min, stats.max) if stats is not None else _finite_range(values)
+        lo, hi, bins = _auto_edges(lo_v, hi_v, bins, values.is_float)
+    else:
+        lo, hi = float(range[0]), float(range[1])
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ValueError(f"histogram range {range!r} must be finite")
+        if lo > hi:
+            raise ValueError(
+                f"histogram range {range!r}: the maximum must not be below the minimum"
+            )
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+    counts = np.zeros(bins, np.int64)
+    under = over = nan = 0
+    norm = bins / (hi - lo)
+    f64 = np.empty(BLOCK_ELEMENTS, np.float64)
+    idx = np.empty(BLOCK_ELEMENTS, np.intp)
+    widen = values.widen
+    for _, block in values.blocks():
+        v = widen(block)
+        n = v.size
+        if n == 0:
+            continue
+        if values.is_float and not (math.isfinite(v.min()) and math.isfinite(v.max())):
+            nans = np.isnan(v)
+            nan += int(np.count_nonzero(nans))
+            if auto:  # the range holds every finite value: only ±inf fall outside
+                under += int(np.count_nonzero(v == -np.inf))
+                over += int(np.count_nonzero(v == np.inf))
+            v = v[~nans]
+            n = v.size
+        if n > f64.size:
+            f64, idx = np.empty(n, np.float64), np.empty(n, np.intp)
+        f = f64[:n]
+        np.subtract(v, lo, out=f, dtype=np.float64)
+        if not auto:  # outside the range: counted apart, and taken out of the end bins below
+            under += int(np.count_nonzero(f < 0))  # the sign of a float difference is exact
+            over += int(np.count_nonzero(v > np.float64(hi)))  # compared in float64, not v's type
+        f *= norm
+        np.clip(f, 0, bins - 1, out=f)
+        i = idx[:n]
+        np.copyto(i, f, casting="unsafe")  # truncation = floor, as f >= 0
+        counts += np.bincount(i, minlength=bins)
+    counts[0] -= under
+    counts[-1] -= over
+    edges = np.linspace(lo, hi, bins + 1)
+    return Histogram(counts, edges, bool(log), under, over, nan)
+
+
+def tensor_histogram(
+    tensor: ValueSource,
+    bins: int = 100,
+    range: tuple[float, float] | None = None,
+    *,
+    log: bool = False,
+    dequantize: Dequantizer | None = None,
+    stats: TensorStats | None = None,
+    chunk_elements: int = CHUNK_ELEMENTS,
+) -> Histogram:
+    """Histogram of a tensor's values, streamed.
+
+    ``range=None`` bins the finite values between their min and max (a first pass
+    finds them, skipped when ``stats`` of the same values is given); ``log`` only
+    marks the histogram for a logarithmic count axis. ``dequantize`` as in
+    :func:`tensor_stats`.
+    """
+    values = tensor_values(tensor, dequantize, chunk_elements)
+    return histogram(values, bins, range, log=log, stats=stats)
+
+
+def array_histogram(
+    values: Any,
+    bins: int = 100,
+    range: tuple[float, float] | None = None,
+    *,
+    log: bool = False,
+) -> Histogram:
+    """The same histogram for an array already in memory."""
+    return histogram(array_values(values), bins, range, log=log)
+
+
+__all__ = ["array_histogram", "histogram", "tensor_histogram"]
