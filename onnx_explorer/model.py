@@ -7,7 +7,7 @@ read them. Nothing here knows about protobuf or any file format.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -361,6 +361,18 @@ class WeightRef:
     node: Node | None = None
 
 
+@dataclass(frozen=True)
+class InferredTypes:
+    """Value types found by the file format's own inference (ONNX shape inference).
+
+    A model's reader provides the inference (:attr:`Model.type_inference`); views
+    read the result here and never touch the format.
+    """
+
+    types: Mapping[int, Mapping[str, ValueInfo]]  # id(graph) → value name → type
+    error: str | None = None  # why inference found nothing (it never raises)
+
+
 class Model:
     """A model file opened read-only. Build one with :func:`onnx_explorer.load`."""
 
@@ -381,6 +393,7 @@ class Model:
         functions: tuple[Function, ...] = (),
         data_files: DataFiles | None = None,
         source: Any = None,
+        type_inference: Callable[[Model], InferredTypes] | None = None,
     ) -> None:
         self.graph = graph
         self.format = format  # "onnx" or "graphdef"
@@ -398,6 +411,8 @@ class Model:
         self._data_files = data_files
         self.source = source  # format-specific object (e.g. the ModelProto), for tools that need it
         self.source_bytes: bytes | None = None  # the file's bytes when loaded from bytes
+        # The format's own type inference, set by the reader (may be slow: callers cache).
+        self.type_inference = type_inference
         self._graphs: dict[str, Graph] | None = None
         for g in self.graphs():
             g.model = self

@@ -30,6 +30,7 @@ from ..tensors import (
     TensorLocation,
     TensorSource,
 )
+from .onnx_shapes import ShapeInference
 from .protowire import ONNX_MODEL_SCHEMA, Stripped, strip_file, strip_payloads
 
 # TensorProto.DataType → our dtype names.
@@ -338,6 +339,7 @@ def model_from_proto(
         functions=tuple(_function(ctx, f) for f in proto.functions),
         data_files=ctx.files,
         source=proto,
+        type_inference=ShapeInference(proto, value_info),
     )
 
 

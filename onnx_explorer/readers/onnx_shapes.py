@@ -1,0 +1,134 @@
+"""ONNX shape inference for a model read by :mod:`.onnx`, on a structure-only copy of its proto.
+
+The ONNX reader attaches a :class:`ShapeInference` to the model it builds
+(:attr:`Model.type_inference`); views ask the model, so only readers know about
+protos, wire-format markers and ``onnx.shape_inference``.
+
+Inference runs on a copy of the ModelProto. When the model was opened from a file,
+every large ``raw_data`` in that proto is a 16-byte marker (:mod:`.protowire`)
+standing for bytes still in the file; the copy clears those and marks the tensors
+as external data, so inference sees dtype and dims only and never reads or
+size-checks a payload. Payloads of 256 bytes or more are cleared the same way when
+the model came from an in-memory proto, so small shape tensors (``Reshape``'s
+target shape) stay readable while the copy holds structure only. That is why
+``infer_shapes_path`` (meant for protos over protobuf's 2 GB limit) is not needed:
+however large the weights, the copy is the size of the graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..model import Graph, InferredTypes, Model, ValueInfo
+from .protowire import MAGIC, MARKER_LENGTH
+
+_CLEAR_AT = 256  # bytes of raw_data from which a tensor is cleared in the copy
+_DUMMY_LOCATION = "onnx-explorer-structure-only"
+
+
+class ShapeInference:
+    """``onnx.shape_inference`` over every graph of a model (never raises).
+
+    ``proto`` is the model's ModelProto (never modified); ``to_value_info`` turns a
+    ``ValueInfoProto`` into a :class:`ValueInfo` (the reader's own conversion).
+    """
+
+    def __init__(self, proto: Any, to_value_info: Callable[[Any], ValueInfo]) -> None:
+        self._proto = proto
+        self._to_value_info = to_value_info
+
+    def __call__(self, model: Model) -> InferredTypes:
+        import onnx
+
+        proto = self._proto
+        if not isinstance(proto, onnx.ModelProto):
+            return InferredTypes({}, "no ONNX model to run shape inference on")
+        try:
+            work = onnx.ModelProto()
+            work.CopyFrom(proto)
+            structure_only(work)
+            inferred = onnx.shape_inference.infer_shapes(
+                work, check_type=False, strict_mode=False, data_prop=False
+            )
+        except Exception as exc:  # any failure of inference only costs the labels
+            message = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            return InferredTypes(
+                {}, f"ONNX shape inference failed ({type(exc).__name__}: {message})"
+            )
+        types: dict[int, dict[str, ValueInfo]] = {}
+        self._collect(inferred.graph, model.graph, types)
+        return InferredTypes(types)
+
+    def _collect(self, proto: Any, graph: Graph, out: dict[int, dict[str, ValueInfo]]) -> None:
+        """Inferred types of ``proto``'s values, filed under the matching Graph (walked in
+        parallel)."""
+        convert = self._to_value_info
+        types = {vi.name: convert(vi) for vi in proto.value_info}
+        for vi in proto.output:
+            types.setdefault(vi.name, convert(vi))
+        out[id(graph)] = types
+        if len(proto.node) != len(graph.nodes):
+            return
+        for node in graph.nodes:
+            if not node.subgraphs():
+                continue
+            node_proto = proto.node[node.index]
+            for a in node_proto.attribute:
+                attr = node.attributes.get(a.name)
+                if attr is None:
+                    continue
+                if attr.kind == "GRAPH":
+                    self._collect(a.g, attr.value, out)
+                elif attr.kind == "GRAPHS":
+                    for g_proto, g in zip(a.graphs, attr.value):
+                        self._collect(g_proto, g, out)
+
+
+def structure_only(model: Any) -> None:
+    """Clear large and cut-out (marker) ``raw_data`` of a ModelProto in place: dims stay."""
+    from onnx import AttributeProto as A
+
+    def tensor(t: Any) -> None:
+        if t.data_location == 1 or not t.HasField("raw_data"):  # 1: EXTERNAL
+            return
+        raw = t.raw_data
+        if len(raw) >= _CLEAR_AT or (len(raw) == MARKER_LENGTH and raw.startswith(MAGIC)):
+            t.ClearField("raw_data")
+            t.data_location = 1
+            del t.external_data[:]
+            entry = t.external_data.add()
+            entry.key, entry.value = "location", _DUMMY_LOCATION
+
+    def nodes(protos: Any) -> None:
+        for node in protos:
+            for a in node.attribute:
+                kind = a.type
+                if kind == A.TENSOR:
+                    tensor(a.t)
+                elif kind == A.TENSORS:
+                    for t in a.tensors:
+                        tensor(t)
+                elif kind == A.SPARSE_TENSOR:
+                    tensor(a.sparse_tensor.values)
+                    tensor(a.sparse_tensor.indices)
+                elif kind == A.GRAPH:
+                    graph(a.g)
+                elif kind == A.GRAPHS:
+                    for g in a.graphs:
+                        graph(g)
+
+    def graph(g: Any) -> None:
+        for t in g.initializer:
+            tensor(t)
+        for sp in g.sparse_initializer:
+            tensor(sp.values)
+            tensor(sp.indices)
+        nodes(g.node)
+
+    graph(model.graph)
+    for function in model.functions:
+        nodes(function.node)
+
+
+__all__ = ["ShapeInference", "structure_only"]
