@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import facades as _facades  # noqa: F401 - fills in Graph.to_dot & co.
 from .errors import (
     ExplorerError,
     ExternalDataError,

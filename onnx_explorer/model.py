@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .tensors import Tensor
 
@@ -259,27 +259,19 @@ class Graph:
             return ValueInfo(name, f"tensor({tensor.dtype_name})", tensor.dtype_name, tensor.shape)
         return None
 
-    # -- drawing (views import the model, so they are imported here lazily) ---------
+    # -- drawing: the work is in views, above the model (see Facades) -----------------
     def to_dot(self, **options: Any) -> str:
         """DOT source of this graph's view; options as :func:`onnx_explorer.views.dot.build_dot`
         (``expanded``, ``focus``, ``hops``, ``max_nodes``, ``edge_labels``)."""
-        from .views.dot import build_dot
-
-        return build_dot(self, self.model, **options).source
+        return _facades().to_dot(self, options)
 
     def render_svg(self, *, timeout: float = 60.0, **options: Any) -> str:
         """SVG of this graph's view, drawn by Graphviz (same options as :meth:`to_dot`)."""
-        from .views.dot import build_dot
-        from .views.render import svg_from_result
-
-        return svg_from_result(build_dot(self, self.model, **options), timeout=timeout)
+        return _facades().render_svg(self, timeout, options)
 
     def save(self, path: str | Path, *, timeout: float = 60.0, **options: Any) -> Path:
         """Write the view to ``path``: ``.svg``, ``.png`` or ``.dot``, chosen by the suffix."""
-        from .views.dot import build_dot
-        from .views.render import save_result
-
-        return save_result(build_dot(self, self.model, **options), path, timeout)
+        return _facades().save(self, path, timeout, options)
 
     def constants(self) -> dict[str, Tensor]:
         """Output name → value of Constant nodes (many exporters keep all weights there).
@@ -490,12 +482,8 @@ class Model:
 
         See :func:`onnx_explorer.report.weights_report`.
         """
-        from .report import weights_report
-
-        return weights_report(
-            self, progress=progress, sort=sort, stop=stop, dequantize=dequantize,
-            as_list=as_list, **kwargs,
-        )  # fmt: skip
+        options = dict(progress=progress, sort=sort, stop=stop, dequantize=dequantize, **kwargs)
+        return _facades().weights_report(self, {**options, "as_list": as_list})
 
     @property
     def nodes_total(self) -> int:
@@ -509,3 +497,39 @@ def _walk_graphs(graph: Graph) -> Iterator[Graph]:
         yield current
         children = [g for node in current.nodes for _, g in node.subgraphs()]
         stack.extend(reversed(children))
+
+
+# -- convenience methods: the work lives above the model ---------------------------------
+class Facades(Protocol):
+    """What :meth:`Graph.to_dot`, :meth:`Graph.render_svg`, :meth:`Graph.save` and
+    :meth:`Model.weights_report` hand their work to.
+
+    That work is in views and in the report, which import this module; so the model
+    imports neither (not even lazily) and :mod:`onnx_explorer.facades`, above both,
+    installs the implementation when the package is imported.
+    """
+
+    def to_dot(self, graph: Graph, options: dict[str, Any]) -> str: ...
+
+    def render_svg(self, graph: Graph, timeout: float, options: dict[str, Any]) -> str: ...
+
+    def save(
+        self, graph: Graph, path: str | Path, timeout: float, options: dict[str, Any]
+    ) -> Path: ...
+
+    def weights_report(self, model: Model, options: dict[str, Any]) -> Any: ...
+
+
+_FACADES: Facades | None = None
+
+
+def install_facades(facades: Facades) -> None:
+    """Set what the convenience methods delegate to (done by :mod:`onnx_explorer.facades`)."""
+    global _FACADES
+    _FACADES = facades
+
+
+def _facades() -> Facades:
+    if _FACADES is None:  # only when the package's __init__ did not run to its end
+        raise RuntimeError("the drawing and report methods need `import onnx_explorer` first")
+    return _FACADES

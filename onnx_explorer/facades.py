@@ -1,0 +1,47 @@
+"""The work behind the model's convenience methods, installed from above the model.
+
+``graph.to_dot()``, ``graph.render_svg()``, ``graph.save()`` and
+``model.weights_report()`` stay methods (typed, documented, shown by IDEs), but
+drawing lives in ``views`` and the report in ``report``, both of which import the
+model. The model therefore only declares what it needs (:class:`model.Facades`)
+and this module, which sits above views and the report, provides it; the package's
+``__init__`` imports it, so the methods work as soon as ``onnx_explorer`` is
+imported. Views and the report are imported on first use, keeping
+``import onnx_explorer`` light.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .model import Graph, Model, install_facades
+
+
+class _Facades:
+    def to_dot(self, graph: Graph, options: dict[str, Any]) -> str:
+        from .views.dot import build_dot
+
+        return build_dot(graph, graph.model, **options).source
+
+    def render_svg(self, graph: Graph, timeout: float, options: dict[str, Any]) -> str:
+        from .views.dot import build_dot
+        from .views.render import svg_from_result
+
+        return svg_from_result(build_dot(graph, graph.model, **options), timeout=timeout)
+
+    def save(self, graph: Graph, path: str | Path, timeout: float, options: dict[str, Any]) -> Path:
+        from .views.dot import build_dot
+        from .views.render import save_result
+
+        return save_result(build_dot(graph, graph.model, **options), path, timeout)
+
+    def weights_report(self, model: Model, options: dict[str, Any]) -> Any:
+        from .report import weights_report
+
+        return weights_report(model, **options)
+
+
+install_facades(_Facades())
+
+__all__: list[str] = []
