@@ -21,14 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
-import numpy as np
-
-from ..errors import ExplorerError
 from ..model import Graph, Model, Node, ValueInfo
+from ..summary import human_count
 from ..tensors import Tensor
+from . import statements as dot
 from .index import (
     FROM_INPUT,
     FROM_NODE,
@@ -40,10 +38,11 @@ from .index import (
     graph_index,
     paused_gc,
 )
-from .quoting import as_text, dot_label, dot_string, html_text, one_line, shorten
+from .labels import constant_attribute_label, schema_inputs, tensor_label
+from .quoting import as_text, one_line, shorten
 from .scopes import Scope, ScopeTree, first_view, open_scopes, scope_tree
 from .shapes import ValueTypes, value_types
-from .text import dims_text, type_text
+from .text import type_text
 
 EDGE_LABELS = ("none", "dtype", "shape", "both")
 CONTROL_EDGES = ("auto", "show", "hide")
@@ -60,31 +59,7 @@ DEFAULT_HOPS = 2
 FOLDED_LINES_MAX = 6
 LABEL_CHARS = 48
 
-_FONT = "Helvetica,Arial,sans-serif"
-_HEADER = f"""digraph G {{
-graph [rankdir=TB nodesep=0.25 ranksep=0.35 fontname="{_FONT}" fontsize=10 bgcolor="white"]
-node [shape=box style="rounded,filled" fillcolor="#ffffff" color="#868e96" fontname="{_FONT}" \
-fontsize=10 height=0.3 margin="0.12,0.04"]
-edge [color="#868e96" fontname="{_FONT}" fontsize=8 fontcolor="#495057" arrowsize=0.6]"""
-
-# Fill colours by kind of operator: enough to read a picture at a glance.
-_OP_COLOURS = {
-    **dict.fromkeys(("MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "MatMulInteger",
-                     "QLinearMatMul", "QLinearConv", "BatchMatMulV2", "Conv2D"), "#dbe4ff"),
-    **dict.fromkeys(("LayerNormalization", "BatchNormalization", "InstanceNormalization",
-                     "GroupNormalization", "RMSNormalization", "SimplifiedLayerNormalization",
-                     "FusedBatchNormV3"), "#d3f9d8"),
-    **dict.fromkeys(("Relu", "Gelu", "Sigmoid", "Tanh", "Softmax", "LeakyRelu", "Erf", "Elu",
-                     "HardSigmoid", "Selu", "Softplus", "LogSoftmax"), "#fff3bf"),
-    **dict.fromkeys(("Reshape", "Transpose", "Shape", "Gather", "Concat", "Slice", "Squeeze",
-                     "Unsqueeze", "Cast", "Expand", "Flatten", "Split", "Identity",
-                     "ConstantOfShape", "Range", "Where", "Tile", "Pad"), "#f1f3f5"),
-    **dict.fromkeys(("If", "Loop", "Scan"), "#ffe8cc"),
-}  # fmt: skip
 _BODY_ORDER = {"then_branch": 0, "else_branch": 1, "body": 2}
-_FUNCTION_COLOUR = "#f3d9fa"
-_SCOPE_COLOUR = "#e7f5ff"
-_GROUP_COLOUR = "#f8f0fc"
 
 
 @dataclass(frozen=True)
@@ -175,7 +150,7 @@ class _Builder:
         self.graph, self.model, self.index, self.tree = graph, model, index, tree
         self.types, self.edge_labels, self.max_nodes = types, edge_labels, max_nodes
         self.onnx_slots = model is None or model.format == "onnx"
-        self.lines: list[str] = [_HEADER]
+        self.lines: list[str] = [dot.HEADER]
         self.ids: dict[str, dict[str, Any]] = {}
         self.titles: dict[str, str] = {}
         self.notes: list[str] = []
@@ -315,24 +290,16 @@ class _Builder:
                 self._emit_scope(member, opened, memo, depth)
             elif member in opened:
                 cluster = self.new_id("c")
-                self.lines.append(
-                    f"subgraph cluster_{cluster} {{\nid={dot_string(cluster)} "
-                    f"label={dot_label([self._scope_heading(member)])} labeljust=l "
-                    f'style="rounded,dashed" color="#adb5bd" fontcolor="#495057" fontsize=9'
-                )
+                self.lines.append(dot.cluster_open(cluster, self._scope_heading(member)))
                 self._register_scope(cluster, member, opened=True)
                 self._emit_scope(member, opened, memo, depth + 1)
-                self.lines.append("}")
+                self.lines.append(dot.FOOTER)
             else:
                 box = self.new_id("s")
                 memo[id(member)] = box
                 self.boxes.append(member)
                 self._register_scope(box, member, opened=False)
-                fill = _GROUP_COLOUR if member.synthetic else _SCOPE_COLOUR
-                self.lines.append(
-                    f'{box} [id="{box}" shape=box3d style=filled fillcolor="{fill}" '
-                    f"label={dot_label(self._scope_lines(member))}]"
-                )
+                self.lines.append(dot.scope_box(box, self._scope_lines(member), member.synthetic))
                 self.drawn += 1
 
     def _scope_heading(self, scope: Scope) -> str:
@@ -341,7 +308,7 @@ class _Builder:
     def _scope_lines(self, scope: Scope) -> list[str]:
         counts = f"{scope.node_count:,} nodes"
         if scope.param_count:
-            counts += f" · {_human(scope.param_count)} params"
+            counts += f" · {human_count(scope.param_count)} params"
         lines = [one_line(scope.label, LABEL_CHARS), counts]
         ops = self.tree.ops(self.graph, scope).most_common(3)
         if ops:
@@ -390,45 +357,21 @@ class _Builder:
             lines.append(f"+{len(folded) - FOLDED_LINES_MAX} more")
         self.ids[nid] = entry
         self.titles[nid] = "\n".join(title)
-        if openable:
-            # One cell per body, each its own clickable item: an If offers both branches.
-            label = self._body_cells_label(nid, lines[:1] + lines[2:], openable)
-            attrs = [f'id="{nid}"', f"label={label}", 'margin="0.06,0.03"']
-        else:
-            attrs = [f'id="{nid}"', f"label={dot_label(lines)}"]
-        fill = _FUNCTION_COLOUR if "function" in {g["kind"] for g in openable} else None
-        fill = fill or _OP_COLOURS.get(node.op_type if isinstance(node.op_type, str) else "")
-        if fill:
-            attrs.append(f'fillcolor="{fill}"')
-        if openable:
-            attrs.append("peripheries=2")
-        if highlight:
-            attrs.append('penwidth=2.5 color="#e8590c"')
-        self.lines.append(f"{nid} [{' '.join(attrs)}]")
-
-    def _body_cells_label(self, nid: str, lines: list[str], openable: list[dict[str, str]]) -> str:
-        """An HTML-like label: the node's lines, then one ``▸ body`` cell per openable graph.
-
-        Cell ids are ``<nid>_b<k>``; Graphviz writes them as ``<g id="a_<nid>_b<k>">`` (the
-        ``HREF`` only makes it emit that group; ``render.finish_svg`` drops it again).
-        """
-        span = len(openable)
-        rows = [f'<TR><TD COLSPAN="{span}">{html_text(line)}</TD></TR>' for line in lines]
-        cells = []
+        bodies = []
         for k, body in enumerate(openable):
             cid = f"{nid}_b{k}"
             self.ids[cid] = {"kind": "body", "node": nid, "path": body["path"],
                              "label": body["label"]}  # fmt: skip
-            tip = html_text(f"double-click to open {body['label']}")
-            cells.append(
-                f'<TD ID="{cid}" HREF="#" TOOLTIP="{tip}" BORDER="1" SIDES="T" '
-                f'COLOR="#adb5bd">▸ {html_text(shorten(body["label"], 24))}</TD>'
+            bodies.append((cid, body["label"]))
+        self.lines.append(
+            dot.node(
+                nid,
+                lines[:1] + lines[2:] if bodies else lines,  # the cells replace the ▸ line
+                node.op_type if isinstance(node.op_type, str) else "",
+                bodies=bodies,
+                calls_function=any(g["kind"] == "function" for g in openable),
+                highlight=highlight,
             )
-        rows.append(f"<TR>{''.join(cells)}</TR>")
-        return (
-            '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">'
-            + "".join(rows)
-            + "</TABLE>>"
         )
 
     def _openable(self, node: Node) -> list[dict[str, str]]:
@@ -451,17 +394,17 @@ class _Builder:
         stored = self.index.stored_value(self.graph, value)
         name = self._slot_name(node, slot, value)
         if isinstance(stored, Tensor):
-            desc = _tensor_text(stored)
+            desc = tensor_label(stored)
         elif isinstance(stored, Node):
             tensor = constant_tensor(stored)
-            desc = _tensor_text(tensor) if tensor is not None else _attribute_constant_text(stored)
+            desc = tensor_label(tensor) if tensor is not None else constant_attribute_label(stored)
         else:
             desc = "?"
         return one_line(f"{name} {desc}", LABEL_CHARS), f"{name}: {as_text(value)} {desc}"
 
     def _slot_name(self, node: Node, slot: int, value: str) -> str:
         if self.onnx_slots and isinstance(node.op_type, str) and isinstance(node.domain, str):
-            names = _schema_inputs(node.domain, node.op_type)
+            names = schema_inputs(node.domain, node.op_type)
             if names:
                 return names[min(slot, len(names) - 1)]
         base = as_text(value).rstrip("/").rpartition("/")[2]
@@ -492,14 +435,7 @@ class _Builder:
         lines = [one_line(name, LABEL_CHARS)]
         if type_line:
             lines.append(one_line(type_line, LABEL_CHARS))
-        style = (
-            'fillcolor="#d3f9d8" color="#2b8a3e"'
-            if kind == "input"
-            else 'fillcolor="#ffe8cc" color="#d9480f" peripheries=2'
-        )
-        self.lines.append(
-            f'{vid} [id="{vid}" shape=ellipse style=filled {style} label={dot_label(lines)}]'
-        )
+        self.lines.append(dot.value_box(vid, lines, kind))
         self.drawn += 1
         return vid
 
@@ -512,10 +448,7 @@ class _Builder:
             text = as_text(name)
             self.ids[vid] = {"kind": "outer", "name": text}
             self.titles[vid] = f"{text}\nvalue from outside this graph"
-            self.lines.append(
-                f'{vid} [id="{vid}" shape=ellipse style="dashed" color="#868e96" '
-                f"label={dot_label([one_line(text, LABEL_CHARS)])}]"
-            )
+            self.lines.append(dot.outer_box(vid, one_line(text, LABEL_CHARS)))
             self.drawn += 1
         return vid
 
@@ -580,24 +513,13 @@ class _Builder:
                 )
         for (src, dst), (values, control, implicit, count) in merged.items():
             eid = self.new_id("e")
-            attrs = [f'id="{eid}"']
             if control:
-                # Ordering only: it must not shape the layout (constraint=false).
-                attrs.append('style=dashed color="#adb5bd" arrowhead=odot constraint=false')
-                if count > 1:
-                    attrs.append(f'label="{count:,}"')
                 self.titles[eid] = f"{count:,} control dependenc{'ies' if count > 1 else 'y'}"
-                self.lines.append(f"{src} -> {dst} [{' '.join(attrs)}]")
+                self.lines.append(dot.control_edge(eid, src, dst, count))
                 continue
-            if implicit:
-                attrs.append('style=dashed color="#1c7ed6"')
             label, title = self._edge_text(values)
-            if label:
-                attrs.append(f"label={dot_label([label])}")
-            if implicit:
-                title = "read inside the body: " + title
-            self.titles[eid] = title
-            self.lines.append(f"{src} -> {dst} [{' '.join(attrs)}]")
+            self.titles[eid] = ("read inside the body: " + title) if implicit else title
+            self.lines.append(dot.edge(eid, src, dst, label, implicit=implicit))
 
     @staticmethod
     def _merge(merged: dict[tuple[str, str], list[Any]], src: str, dst: str, edge: Edge) -> None:
@@ -632,7 +554,7 @@ class _Builder:
         return one_line(label, LABEL_CHARS), f"{as_text(value)}\n{text}".rstrip()
 
     def result(self) -> DotResult:
-        self.lines.append("}")
+        self.lines.append(dot.FOOTER)
         rep, graph, index = self.rep, self.graph, self.index
 
         def locate(node: Node) -> str | None:
@@ -656,78 +578,6 @@ class _Builder:
             _locate=locate,
             control_hidden=self.control_hidden,
         )
-
-
-# -- text for labels ----------------------------------------------------------------------
-def _human(n: int) -> str:
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f}{unit}"
-    return str(n)
-
-
-def _tensor_text(tensor: Tensor) -> str:
-    dims = dims_text(tensor.shape)
-    preview = _preview(tensor)
-    if preview is not None:
-        return f"= {preview} {tensor.dtype_name}"
-    return f"⟨{dims}⟩ {tensor.dtype_name}" if dims else f"scalar {tensor.dtype_name}"
-
-
-def _preview(tensor: Tensor) -> str | None:
-    """The values of a tiny tensor already in memory (never touches a file)."""
-    if tensor.location.kind == "external" or tensor.nbytes > 64 or tensor.size > 8:
-        return None
-    if tensor.dtype.kind not in "biuf":
-        return None
-    try:
-        values = tensor.numpy()
-    except (ExplorerError, ValueError, TypeError):
-        return None
-    flat = np.asarray(values).reshape(-1)
-    if flat.dtype.kind == "f":
-        items = [f"{float(v):.4g}" for v in flat]
-    else:
-        items = [str(v) for v in flat.tolist()]
-    text = ", ".join(items)
-    return text if not tensor.shape else f"[{text}]"
-
-
-def _attribute_constant_text(node: Node) -> str:
-    for key, dtype in (
-        ("value_int", "int64"), ("value_ints", "int64"), ("value_float", "float32"),
-        ("value_floats", "float32"), ("value_string", "string"), ("value_strings", "string"),
-    ):  # fmt: skip
-        attr = node.attributes.get(key)
-        if attr is None:
-            continue
-        value = attr.value
-        if dtype == "string":
-            count = len(value) if isinstance(value, tuple) else 1
-            return f"⟨{count}⟩ string" if isinstance(value, tuple) else "scalar string"
-        if isinstance(value, tuple):
-            if len(value) <= 8:
-                return "= [" + ", ".join(_number(v) for v in value) + f"] {dtype}"
-            return f"⟨{len(value)}⟩ {dtype}"
-        return f"= {_number(value)} {dtype}"
-    return "constant"
-
-
-def _number(v: Any) -> str:
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-
-@lru_cache(maxsize=1024)
-def _schema_inputs(domain: str, op_type: str) -> tuple[str, ...] | None:
-    """Input slot names of an ONNX operator (``("A", "B")`` for MatMul), None if unknown."""
-    from onnx import defs
-
-    try:
-        schema = defs.get_schema(op_type, domain)
-    except Exception:  # unknown or custom operator: fall back to the value's name
-        return None
-    names = tuple(shorten(i.name, 20) for i in schema.inputs)
-    return names or None
 
 
 __all__ = [

@@ -1,0 +1,140 @@
+"""DOT statements and their styling: the only place that writes DOT syntax.
+
+Every function takes synthetic ids (``n3``, ``s0``, ``c1``…) and label text already made
+printable, and returns one statement. Model text enters only through :func:`dot_label`
+(quoted, escaped) or :func:`~onnx_explorer.views.quoting.html_text` (HTML-like cells).
+``dot.py`` decides what is drawn; this module decides how it looks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .quoting import dot_label, dot_string, html_text, shorten
+
+_FONT = "Helvetica,Arial,sans-serif"
+HEADER = f"""digraph G {{
+graph [rankdir=TB nodesep=0.25 ranksep=0.35 fontname="{_FONT}" fontsize=10 bgcolor="white"]
+node [shape=box style="rounded,filled" fillcolor="#ffffff" color="#868e96" fontname="{_FONT}" \
+fontsize=10 height=0.3 margin="0.12,0.04"]
+edge [color="#868e96" fontname="{_FONT}" fontsize=8 fontcolor="#495057" arrowsize=0.6]"""
+FOOTER = "}"
+
+# Fill colours by kind of operator: enough to read a picture at a glance.
+_OP_COLOURS = {
+    **dict.fromkeys(("MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "MatMulInteger",
+                     "QLinearMatMul", "QLinearConv", "BatchMatMulV2", "Conv2D"), "#dbe4ff"),
+    **dict.fromkeys(("LayerNormalization", "BatchNormalization", "InstanceNormalization",
+                     "GroupNormalization", "RMSNormalization", "SimplifiedLayerNormalization",
+                     "FusedBatchNormV3"), "#d3f9d8"),
+    **dict.fromkeys(("Relu", "Gelu", "Sigmoid", "Tanh", "Softmax", "LeakyRelu", "Erf", "Elu",
+                     "HardSigmoid", "Selu", "Softplus", "LogSoftmax"), "#fff3bf"),
+    **dict.fromkeys(("Reshape", "Transpose", "Shape", "Gather", "Concat", "Slice", "Squeeze",
+                     "Unsqueeze", "Cast", "Expand", "Flatten", "Split", "Identity",
+                     "ConstantOfShape", "Range", "Where", "Tile", "Pad"), "#f1f3f5"),
+    **dict.fromkeys(("If", "Loop", "Scan"), "#ffe8cc"),
+}  # fmt: skip
+_FUNCTION_COLOUR = "#f3d9fa"
+_SCOPE_COLOUR = "#e7f5ff"
+_GROUP_COLOUR = "#f8f0fc"
+
+
+def node(
+    nid: str,
+    lines: Sequence[str],
+    op_type: str,
+    *,
+    bodies: Sequence[tuple[str, str]] = (),
+    calls_function: bool = False,
+    highlight: bool = False,
+) -> str:
+    """An operator box. ``bodies``: (cell id, label) per openable graph, drawn as cells."""
+    if bodies:
+        # One cell per body, each its own clickable item: an If offers both branches.
+        attrs = [f'id="{nid}"', f"label={body_cells_label(lines, bodies)}", 'margin="0.06,0.03"']
+    else:
+        attrs = [f'id="{nid}"', f"label={dot_label(list(lines))}"]
+    fill = _FUNCTION_COLOUR if calls_function else _OP_COLOURS.get(op_type)
+    if fill:
+        attrs.append(f'fillcolor="{fill}"')
+    if bodies:
+        attrs.append("peripheries=2")
+    if highlight:
+        attrs.append('penwidth=2.5 color="#e8590c"')
+    return f"{nid} [{' '.join(attrs)}]"
+
+
+def body_cells_label(lines: Sequence[str], bodies: Sequence[tuple[str, str]]) -> str:
+    """An HTML-like label: the node's lines, then one ``▸ body`` cell per openable graph.
+
+    Graphviz writes a cell with ``ID="n3_b0"`` as ``<g id="a_n3_b0">`` (the ``HREF`` only
+    makes it emit that group; ``render.finish_svg`` drops the link again).
+    """
+    span = len(bodies)
+    rows = [f'<TR><TD COLSPAN="{span}">{html_text(line)}</TD></TR>' for line in lines]
+    cells = []
+    for cid, label in bodies:
+        tip = html_text(f"double-click to open {label}")
+        cells.append(
+            f'<TD ID="{cid}" HREF="#" TOOLTIP="{tip}" BORDER="1" SIDES="T" '
+            f'COLOR="#adb5bd">▸ {html_text(shorten(label, 24))}</TD>'
+        )
+    rows.append(f"<TR>{''.join(cells)}</TR>")
+    return (
+        '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">'
+        + "".join(rows)
+        + "</TABLE>>"
+    )
+
+
+def scope_box(sid: str, lines: Sequence[str], synthetic: bool) -> str:
+    """A collapsed scope (or synthetic group) drawn as one 3-D box."""
+    fill = _GROUP_COLOUR if synthetic else _SCOPE_COLOUR
+    return (
+        f'{sid} [id="{sid}" shape=box3d style=filled fillcolor="{fill}" '
+        f"label={dot_label(list(lines))}]"
+    )
+
+
+def cluster_open(cid: str, heading: str) -> str:
+    """The opening of an expanded scope's frame; close it with :data:`FOOTER`."""
+    return (
+        f"subgraph cluster_{cid} {{\nid={dot_string(cid)} "
+        f"label={dot_label([heading])} labeljust=l "
+        f'style="rounded,dashed" color="#adb5bd" fontcolor="#495057" fontsize=9'
+    )
+
+
+def value_box(vid: str, lines: Sequence[str], kind: str) -> str:
+    """A graph input (green ellipse) or output (orange, double border)."""
+    style = (
+        'fillcolor="#d3f9d8" color="#2b8a3e"'
+        if kind == "input"
+        else 'fillcolor="#ffe8cc" color="#d9480f" peripheries=2'
+    )
+    return f'{vid} [id="{vid}" shape=ellipse style=filled {style} label={dot_label(list(lines))}]'
+
+
+def outer_box(vid: str, text: str) -> str:
+    """A value from outside this graph (a body's captured name, or a dangling one)."""
+    return (
+        f'{vid} [id="{vid}" shape=ellipse style="dashed" color="#868e96" label={dot_label([text])}]'
+    )
+
+
+def edge(eid: str, src: str, dst: str, label: str = "", *, implicit: bool = False) -> str:
+    """A data edge; ``implicit``: read inside an If/Loop/Scan body (dashed blue)."""
+    attrs = [f'id="{eid}"']
+    if implicit:
+        attrs.append('style=dashed color="#1c7ed6"')
+    if label:
+        attrs.append(f"label={dot_label([label])}")
+    return f"{src} -> {dst} [{' '.join(attrs)}]"
+
+
+def control_edge(eid: str, src: str, dst: str, count: int) -> str:
+    """Bundled ordering-only edges; they must not shape the layout (constraint=false)."""
+    attrs = [f'id="{eid}"', 'style=dashed color="#adb5bd" arrowhead=odot constraint=false']
+    if count > 1:
+        attrs.append(f'label="{count:,}"')
+    return f"{src} -> {dst} [{' '.join(attrs)}]"
