@@ -1,29 +1,40 @@
-"""List the import cycles inside ``onnx_explorer``, lazy (function-level) imports included.
-
-Usage: ``.venv/bin/python scripts/import_cycles.py [--type-checking]``
+"""Import cycles inside ``onnx_explorer``, lazy (function-level) imports included.
 
 Every ``import`` statement counts, wherever it sits (module level, inside a function,
-inside ``try``); imports under ``if TYPE_CHECKING:`` are left out unless
-``--type-checking`` is given, because they never run. Prints each strongly connected
-group of modules with one cycle through it and the line of each import on that
-cycle; exits 1 when there is any. ``lint-imports`` (contracts in ``pyproject.toml``)
-is what CI runs; this script is the quick answer to "where exactly is the cycle".
+inside ``try``). Two ways to use it:
+
+- ``.venv/bin/python scripts/import_cycles.py [--no-type-checking]`` prints each
+  strongly connected group of modules, one cycle through it and the line of each
+  import on that cycle; exits 1 when there is any. Imports under
+  ``if TYPE_CHECKING:`` count unless ``--no-type-checking`` is given.
+- ``lint-imports`` runs it as the ``acyclic_modules`` contract (registered in
+  ``pyproject.toml``; ``lint-imports`` puts the repository root on ``sys.path``).
+  import-linter's own ``acyclic_siblings`` compares sibling packages, so it misses a
+  cycle through a package's ``__init__`` (``readers`` → ``readers.graphdef`` →
+  ``readers``); this contract looks at every module.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from itertools import pairwise
 
 import grimp
+from importlinter import Contract, ContractCheck, fields, output
 
 PACKAGE = "onnx_explorer"
 
 
-def strongly_connected(graph: grimp.ImportGraph) -> list[list[str]]:
-    """Tarjan's algorithm over module → imported module edges (iterative)."""
-    modules = sorted(graph.modules)
-    edges = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in modules}
+def strongly_connected(graph: grimp.ImportGraph, package: str) -> list[list[str]]:
+    """Groups of ``package``'s modules that import each other (Tarjan, iterative)."""
+    prefix = package + "."
+    modules = sorted(m for m in graph.modules if m == package or m.startswith(prefix))
+    inside = set(modules)
+    edges = {
+        m: sorted(d for d in graph.find_modules_directly_imported_by(m) if d in inside)
+        for m in modules
+    }
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     on_stack: set[str] = set()
@@ -92,20 +103,40 @@ def one_cycle(graph: grimp.ImportGraph, group: list[str]) -> list[str]:
     return [start]
 
 
-def main(argv: list[str]) -> int:
-    graph = grimp.build_graph(
-        PACKAGE, exclude_type_checking_imports="--type-checking" not in argv, cache_dir=None
-    )
-    groups = strongly_connected(graph)
+def describe(graph: grimp.ImportGraph, groups: list[list[str]]) -> list[str]:
+    """Lines naming each group, one cycle through it, and the import lines on it."""
+    lines = []
     for group in groups:
-        print(f"cycle group ({len(group)} modules): {', '.join(group)}")
+        lines.append(f"cycle group ({len(group)} modules): {', '.join(group)}")
         cycle = one_cycle(graph, group)
-        for importer, imported in zip(cycle, cycle[1:]):
+        for importer, imported in pairwise(cycle):
             details = graph.get_import_details(importer=importer, imported=imported)
             where = ", ".join(f"line {d['line_number']}" for d in details)
-            print(f"    {importer} -> {imported}   ({where})")
-    if not groups:
-        print(f"no import cycles in {PACKAGE}")
+            lines.append(f"    {importer} -> {imported}   ({where})")
+    return lines
+
+
+class AcyclicModulesContract(Contract):
+    """import-linter contract: no module of ``packages`` takes part in an import cycle."""
+
+    packages = fields.ListField(subfield=fields.StringField())
+
+    def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
+        groups = [g for p in self.packages for g in strongly_connected(graph, p)]  # type: ignore[attr-defined]
+        return ContractCheck(kept=not groups, metadata={"lines": describe(graph, groups)})
+
+    def render_broken_contract(self, check: ContractCheck) -> None:
+        for line in check.metadata["lines"]:
+            output.print_error(line, bold=not line.startswith(" "))
+        output.new_line()
+
+
+def main(argv: list[str]) -> int:
+    graph = grimp.build_graph(
+        PACKAGE, exclude_type_checking_imports="--no-type-checking" in argv, cache_dir=None
+    )
+    groups = strongly_connected(graph, PACKAGE)
+    print("\n".join(describe(graph, groups)) or f"no import cycles in {PACKAGE}")
     return 1 if groups else 0
 
 
