@@ -1,0 +1,197 @@
+"""The wire walk that cuts raw_data out of a model: its fast paths find what the plain walk finds."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+import pytest
+from builders import nested_if
+from onnx import TensorProto, helper, numpy_helper
+
+import onnx_explorer as ox
+from onnx_explorer.readers import protowire
+from onnx_explorer.readers.protowire import (
+    INDEX_FROM,
+    ONNX_MODEL_SCHEMA,
+    FileBuffer,
+    Stripped,
+    strip_payloads,
+)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _ld(field: int, payload: bytes) -> bytes:
+    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _big_model(nodes: int = 3000) -> onnx.ModelProto:
+    """Many nodes (some with long names), big and small initializers, big Constants, an If."""
+    protos = []
+    for i in range(nodes):
+        name = f"/encoder/layer.{i}/" + "long_scope_name/" * (i % 20) + "Add"
+        protos.append(helper.make_node("Add", [f"x{i}", "w"], [f"x{i + 1}"], name=name))
+        if i % 100 == 0:
+            value = numpy_helper.from_array(np.arange(64 + i, dtype=np.float32), f"c{i}")
+            protos.append(helper.make_node("Constant", [], [f"c{i}"], value=value))
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["bw"], ["o"])],
+        "body",
+        [],
+        [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones(300, np.float32), "bw")],
+    )
+    protos.append(helper.make_node("If", ["cond"], ["y"], then_branch=body, else_branch=body))
+    inits = [numpy_helper.from_array(np.full(n * 10, n, np.float32), f"t{n}") for n in range(40)]
+    graph = helper.make_graph(
+        protos,
+        "g",
+        [helper.make_tensor_value_info("x0", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info(f"x{nodes}", TensorProto.FLOAT, [1])],
+        [numpy_helper.from_array(np.ones(1000, np.float32), "w"), *inits],
+    )
+    return helper.make_model(graph)
+
+
+def _plain(tmp_path, data: bytes) -> tuple[Stripped, bytes]:
+    """What the field-by-field walk finds (the walk used for files read in blocks)."""
+    path = tmp_path / "plain.onnx"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        stripped = strip_payloads(FileBuffer(fd, len(data)), ONNX_MODEL_SCHEMA)
+    finally:
+        os.close(fd)
+    return stripped, stripped.data.replace(stripped.nonce, b"N" * 8)
+
+
+def _fast(data: bytes) -> tuple[Stripped, bytes]:
+    stripped = strip_payloads(data, ONNX_MODEL_SCHEMA)
+    return stripped, stripped.data.replace(stripped.nonce, b"N" * 8)
+
+
+def _graph_payload(data: bytes) -> tuple[int, int]:
+    """Offsets of ModelProto.graph's payload."""
+    pos = 0
+    while True:
+        tag, pos = protowire._varint(data, pos, len(data))
+        value, pos = protowire._varint(data, pos, len(data))
+        if tag == 7 << 3 | 2:
+            return pos, pos + value
+        if tag & 7 == 2:
+            pos += value
+
+
+def test_indexed_graph_is_cut_like_the_plain_walk(tmp_path):
+    data = _big_model().SerializeToString()
+    start, end = _graph_payload(data)
+    assert end - start >= INDEX_FROM
+    assert protowire._index_fields(data, start, end, ONNX_MODEL_SCHEMA.children[7].fields)
+    fast, fast_data = _fast(data)
+    plain, plain_data = _plain(tmp_path, data)
+    assert fast.ranges == plain.ranges and fast_data == plain_data
+    # Initializers of 256 bytes or more (t7..t39 and w), all 30 Constants, both If bodies.
+    assert len(fast.ranges) == 33 + 1 + 30 + 2
+    for offset, length in fast.ranges:
+        assert data[offset - 1] < 0x80 and length >= protowire.DEFAULT_THRESHOLD
+
+
+def test_fields_out_of_order_are_walked_not_indexed(tmp_path):
+    # The same graph with an initializer written among the nodes: protobuf accepts any
+    # order, and the index (which assumes ascending field numbers) must notice.
+    model = _big_model()
+    graph = model.graph
+    entries = [_ld(1, n.SerializeToString()) for n in graph.node]
+    entries.insert(5, _ld(5, graph.initializer[31].SerializeToString()))
+    del graph.initializer[31]
+    graph.ClearField("node")
+    payload = b"".join(entries) + graph.SerializeToString()
+    header = onnx.ModelProto(ir_version=model.ir_version, opset_import=model.opset_import)
+    data = header.SerializeToString() + _ld(7, payload)
+    start, end = _graph_payload(data)
+    assert protowire._index_fields(data, start, end, ONNX_MODEL_SCHEMA.children[7].fields) is None
+    fast, fast_data = _fast(data)
+    plain, plain_data = _plain(tmp_path, data)
+    assert fast.ranges == plain.ranges and fast_data == plain_data
+    path = tmp_path / "out_of_order.onnx"
+    path.write_bytes(data)
+    loaded = ox.load(path).graph.initializers["t30"]
+    assert (loaded.location.offset, loaded.location.length) in fast.ranges
+    np.testing.assert_array_equal(loaded.numpy(), np.full(300, 30))
+
+
+def test_a_non_minimal_length_is_walked_not_indexed(tmp_path):
+    model = _big_model()
+    payload = bytearray(model.graph.SerializeToString())
+    # The first node's length, 1 byte, rewritten as 2 (0x80 | n, 0x00): still valid protobuf.
+    assert payload[0] == 1 << 3 | 2 and payload[1] < 0x80
+    payload[1:2] = bytes([payload[1] | 0x80, 0])
+    model.ClearField("graph")
+    data = model.SerializeToString() + _ld(7, bytes(payload))
+    start, end = _graph_payload(data)
+    assert protowire._index_fields(data, start, end, ONNX_MODEL_SCHEMA.children[7].fields) is None
+    fast, fast_data = _fast(data)
+    plain, plain_data = _plain(tmp_path, data)
+    assert fast.ranges == plain.ranges and fast_data == plain_data
+
+
+def test_graph_without_embedded_weights_is_left_as_it_is():
+    model = _big_model()
+    for tensor in model.graph.initializer:
+        tensor.ClearField("raw_data")
+    for node in model.graph.node:
+        del node.attribute[:]
+    data = model.SerializeToString()
+    stripped = strip_payloads(data, ONNX_MODEL_SCHEMA)
+    assert stripped.ranges == [] and stripped.data is data
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.5, 0.9, 0.999])
+def test_truncated_large_model_is_a_format_error(tmp_path, cut):
+    data = _big_model().SerializeToString()
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(data[: int(len(data) * cut)])
+    with pytest.raises(ox.ModelFormatError, match="cut.onnx"):
+        ox.load(path)
+
+
+def test_random_damage_gives_the_plain_walks_answer_or_a_format_error(tmp_path):
+    rng = np.random.default_rng(7)
+    base = _big_model(800).SerializeToString()
+    for _ in range(60):
+        data = bytearray(base)
+        for position in rng.integers(0, len(data), 3):
+            data[position] = int(rng.integers(0, 256))
+        data = bytes(data)
+        try:
+            fast = _fast(data)
+        except ox.ModelFormatError:
+            fast = None
+        try:
+            plain = _plain(tmp_path, data)
+        except ox.ModelFormatError:
+            plain = None
+        if fast is not None and plain is not None:
+            assert fast[0].ranges == plain[0].ranges and fast[1] == plain[1]
+        elif fast is not None:
+            # Only the plain walk looked inside what the fast one skipped; protobuf's own
+            # parse then refuses the file, so opening it is a format error all the same.
+            with pytest.raises(ox.ModelFormatError):
+                ox.load(data)
+
+
+def test_nested_bodies_still_cut(tmp_path):
+    model = nested_if(4)
+    data = model.SerializeToString()
+    fast, fast_data = _fast(data)
+    plain, plain_data = _plain(tmp_path, data)
+    assert fast.ranges == plain.ranges and fast_data == plain_data
