@@ -72,16 +72,24 @@ def test_explore_and_select_return_at_once_while_a_slow_layout_runs(tmp_path, mo
 
 
 def test_a_newer_request_kills_the_stale_dot(tmp_path, monkeypatch):
-    _stand_in(tmp_path, monkeypatch, "exec sleep 30")
+    pids = tmp_path / "pids"
+    _stand_in(tmp_path, monkeypatch, f'echo $$ >> "{pids}"; exec sleep 30')
     view = ox.explore(scoped_chain(40)).graph_view
-    assert _wait_until(lambda: live_processes() >= 1)
-    for k in range(5):
+    assert _wait_until(lambda: pids.exists() and pids.read_text().strip())
+    first = int(pids.read_text().split()[0])
+    view.expand("enc/layer.1")  # supersedes the first layout
+
+    def gone(pid: int) -> bool:
+        status = Path(f"/proc/{pid}/status")
+        return not status.exists() or "zombie" in status.read_text()
+
+    assert _wait_until(lambda: gone(first))
+    for k in range(2, 6):
         view.expand(f"enc/layer.{k}")
-    time.sleep(0.5)
-    # One request alive (two racing ranking modes); the four superseded ones are gone.
-    assert live_processes() <= 2
+    assert _wait_until(lambda: live_processes() <= 2)  # one request left (two ranking modes)
     view.close()
     assert _wait_until(lambda: live_processes() == 0)
+    assert all(gone(int(pid)) for pid in pids.read_text().split())
 
 
 def test_a_slow_plan_falls_back_to_a_cheaper_picture_with_a_note(tmp_path, monkeypatch):
@@ -136,15 +144,34 @@ def test_the_second_ranking_mode_starts_only_when_the_first_is_slow(tmp_path, mo
     _stand_in(
         tmp_path,
         monkeypatch,
-        f'echo "$*" >> "{log}"\n'
+        f'echo "$(date +%s.%N) $*" >> "{log}"\n'
         'case "$*" in *newrank*) exec "$REAL_DOT" "$@";; esac\nexec sleep 30',
     )
     model = ox.load(scoped_chain(40))
     drawing = draw(model.graph, model, ViewRequest(expanded=("enc/layer.3",)))
     assert "cluster" in drawing.svg
-    runs = log.read_text().splitlines()
-    assert len(runs) == 2 and "newrank" not in runs[0] and "newrank" in runs[1]
+    runs = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    assert len(runs) == 2 and "newrank" not in runs[0][1] and "newrank" in runs[1][1]
+    assert float(runs[1][0]) - float(runs[0][0]) >= 0.8  # staggered, not raced from the start
     assert _wait_until(lambda: live_processes() == 0)  # the slow plain one was killed
+
+
+def test_a_quick_layout_never_starts_the_second_ranking_mode(tmp_path, monkeypatch):
+    log = tmp_path / "runs.log"
+    _stand_in(tmp_path, monkeypatch, f'echo "$*" >> "{log}"\nexec "$REAL_DOT" "$@"')
+    model = ox.load(scoped_chain(4, per_layer=3))
+    draw(model.graph, model, ViewRequest(expanded=("enc/layer.1",)))
+    assert len(log.read_text().splitlines()) == 1
+
+
+def test_no_new_dot_starts_once_python_is_exiting(monkeypatch):
+    from onnx_explorer.errors import LayoutCancelledError
+    from onnx_explorer.views import render
+
+    monkeypatch.setattr(render, "_SHUTTING_DOWN", True)
+    model = ox.load(mlp())
+    with pytest.raises(LayoutCancelledError):
+        draw(model.graph, model, ViewRequest())
 
 
 def test_missing_graphviz_says_how_to_install_it(monkeypatch):
@@ -310,3 +337,62 @@ def test_no_dot_outlives_the_python_process(tmp_path, monkeypatch):
         return status.exists() and "zombie" in status.read_text()
 
     assert _wait_until(gone, 10)
+
+
+# -- races between the layout thread and the user ----------------------------------------------
+def test_a_node_whose_scope_cannot_open_is_shown_in_its_neighbourhood_instead():
+    # Two big scopes and a small max_nodes: opening the one holding the node is refused.
+    view = ox.explore(scoped_chain(2, per_layer=150), max_nodes=120).graph_view
+    assert view.wait(60)
+    view.selected = "/enc/layer.1/Relu_77"
+    assert view.wait(60)  # returns: no endless re-layout
+    assert view.focus_node == "/enc/layer.1/Relu_77"
+    assert view.ids[view.highlight_id]["name"] == "/enc/layer.1/Relu_77"
+    versions = view.version
+    time.sleep(0.3)
+    assert view.version == versions and view.busy == ""
+
+
+def test_a_click_on_the_old_graph_after_opening_a_body_is_ignored():
+    model = ox.load(nested_if(2))
+    view = ox.explore(model).graph_view
+    assert view.wait(60)
+    if_id = next(k for k, v in view.ids.items() if v.get("name") == "/If")
+    version = view.version
+    view.open_body("/If/then_branch")  # the body's drawing is on its way
+    view._on_message(view, {"event": "click", "id": if_id, "version": version}, [])
+    assert view.selected == ""  # nothing of the body was selected by the stale id
+    assert view.wait(60) and view.graph_path == "/If/then_branch"
+
+
+def test_a_selection_made_while_dot_runs_is_highlighted_and_survives_cancel(tmp_path, monkeypatch):
+    ex = ox.explore(scoped_chain(3, per_layer=5))
+    view = ex.graph_view
+    assert view.wait(60)
+    _stand_in(tmp_path, monkeypatch, "exec sleep 30")
+    view.show_control_edges(True)  # any redraw: it now hangs in the stand-in
+    assert _wait_until(lambda: live_processes() >= 1)
+    ex.select("/enc/layer.2/Relu_3")  # drawn in the picture on screen
+    assert view.ids[view.highlight_id]["name"] == "/enc/layer.2/Relu_3"
+    view.cancel()
+    assert view.wait(10) and view.busy == ""
+    assert view.ids[view.highlight_id]["name"] == "/enc/layer.2/Relu_3"
+
+
+def test_names_with_backslashes_and_control_characters_stay_text_and_stay_usable():
+    from onnx_explorer.views.statements import body_cells_label
+
+    label = body_cells_label(["op \\N\\G"], [("n0_b0", "x\\L<b>")])
+    assert "op \\\\N\\\\G" in label and "x\\\\L&lt;b&gt;" in label
+    # An If whose name holds a control character still opens from its cell.
+    model_proto = nested_if(1)
+    model_proto.graph.node[0].name = "/If\x01odd"
+    model = ox.load(model_proto)
+    view = ox.explore(model).graph_view
+    assert view.wait(60)
+    cell = next(
+        k for k, v in view.ids.items() if v["kind"] == "body" and v["label"] == "else_branch"
+    )
+    view.click(cell, double=True)
+    assert view.graph is model.graph_at(view.graph_path)
+    assert view.wait(60) and view.svg.startswith("<svg")

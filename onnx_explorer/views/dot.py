@@ -378,7 +378,7 @@ class _Builder:
         # Files list attributes in any order (onnx.helper sorts them): put "then" first.
         subgraphs = sorted(node.subgraphs(), key=lambda item: _BODY_ORDER.get(item[0], 9))
         found = [
-            {"kind": "subgraph", "label": as_text(attr), "path": as_text(g.path)}
+            {"kind": "subgraph", "label": as_text(attr), "path": g.path}
             for attr, g in subgraphs
         ]
         if self.model is not None:
@@ -386,7 +386,7 @@ class _Builder:
             if function is not None:
                 label = "function " + as_text(function.name)
                 found.append(
-                    {"kind": "function", "label": label, "path": as_text(function.graph.path)}
+                    {"kind": "function", "label": label, "path": function.graph.path}
                 )
         return found
 

@@ -62,7 +62,8 @@ def dot_label(lines: list[str]) -> str:
 def html_text(value: Any) -> str:
     """Text for a cell of a Graphviz HTML-like label: one printable line, every markup
     character escaped, so model text can never open a tag there either."""
-    text = _BREAKS.sub("↵", as_text(value)).replace("\t", " ")
+    # Graphviz expands \\N, \\G, \\L… in HTML-like cells too: a doubled backslash prints one.
+    text = _BREAKS.sub("↵", as_text(value)).replace("\t", " ").replace("\\", "\\\\")
     return (
         text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         .replace('"', "&quot;").replace("'", "&#39;")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -61,12 +62,20 @@ STAGGER = 1.0
 
 _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
+_SHUTTING_DOWN = False
 
 
 @atexit.register
 def kill_all() -> None:
-    """Kill every ``dot`` still running (called at exit; safe to call any time)."""
+    """Kill every ``dot`` still running and start no new one (called at exit).
+
+    atexit runs this before the kernel's own exit handlers, while layout threads may
+    still be alive: without the flag, a thread seeing its ``dot`` killed would start the
+    next cheaper plan's ``dot``, which nobody would kill.
+    """
+    global _SHUTTING_DOWN
     with _LIVE_LOCK:
+        _SHUTTING_DOWN = True
         live = list(_LIVE)
     for process in live:
         _kill(process)
@@ -107,7 +116,7 @@ class Layout:
         self._done = threading.Condition()
         self._results: list[tuple[int, bytes | None, str]] = []  # (variant, output, error)
         self._cancelled = False
-        self._processes: list[subprocess.Popen[bytes]] = []
+        self._processes: list[subprocess.Popen[bytes] | None] = []  # None: failed to start
         self._variants = [tuple(v) for v in variants] or [()]
         self._executable = dot_executable()
         self._data = source.encode("utf-8")
@@ -115,17 +124,27 @@ class Layout:
 
     def _start_next(self) -> None:
         k = len(self._processes)
-        try:
-            process = subprocess.Popen(
-                [self._executable, f"-T{self.fmt}", *self._variants[k]],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-        except OSError as exc:
-            self.cancel()
-            raise GraphvizNotFoundError(f"{INSTALL_HINT} ({exc.strerror})") from None
-        with _LIVE_LOCK:
+        with _LIVE_LOCK:  # held across the start, so kill_all() cannot miss this process
+            if _SHUTTING_DOWN:
+                self._cancelled = True
+                raise LayoutCancelledError("Python is exiting: no new layout")
+            try:
+                process = subprocess.Popen(
+                    [self._executable, f"-T{self.fmt}", *self._variants[k]],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+            except OSError as exc:
+                if k == 0 and exc.errno in (errno.ENOENT, errno.EACCES, errno.ENOEXEC):
+                    raise GraphvizNotFoundError(f"{INSTALL_HINT} ({exc.strerror})") from None
+                if k == 0:
+                    raise RenderError(f"cannot start Graphviz: {exc.strerror}") from None
+                # A later variant that cannot start (EAGAIN, EMFILE) is one failed variant;
+                # the running one may still win.
+                self._processes.append(None)
+                self._results.append((k, None, f"cannot start dot: {exc.strerror}"))
+                return
             _LIVE.add(process)
         self._processes.append(process)
         threading.Thread(
@@ -133,25 +152,28 @@ class Layout:
         ).start()
 
     def _collect(self, k: int, process: subprocess.Popen[bytes], data: bytes) -> None:
+        out, error = b"", "dot ended unexpectedly"
         try:
-            out, err = process.communicate(data)
-        except (OSError, ValueError):  # killed while writing, or pipes closed
-            out, err = b"", b""
-        finally:
+            try:
+                out, err = process.communicate(data)
+            except (OSError, ValueError):  # killed while writing, or pipes closed
+                out, err = b"", b""
+                process.wait()
+            error = ""
+            if process.returncode != 0 or not _is_drawing(out, self.fmt):
+                lines = err.decode("utf-8", "replace").strip().splitlines()
+                error = " ".join(lines[-3:])
+                if process.returncode and process.returncode < 0:
+                    error = f"dot was stopped by signal {-process.returncode}" + (
+                        f" ({error})" if error else ""
+                    )
+                error = error or "no drawing in its output"
+        finally:  # whatever happened, wait() hears of this variant
             with _LIVE_LOCK:
                 _LIVE.discard(process)
-        error = ""
-        if process.returncode != 0 or not _is_drawing(out, self.fmt):
-            lines = err.decode("utf-8", "replace").strip().splitlines()
-            error = " ".join(lines[-3:])
-            if process.returncode and process.returncode < 0:
-                error = f"dot was stopped by signal {-process.returncode}" + (
-                    f" ({error})" if error else ""
-                )
-            error = error or "no drawing in its output"
-        with self._done:
-            self._results.append((k, None if error else out, error))
-            self._done.notify_all()
+            with self._done:
+                self._results.append((k, None if error else out, error))
+                self._done.notify_all()
 
     def wait(self, timeout: float | None = DEFAULT_TIMEOUT) -> tuple[int, bytes]:
         """(variant index, output) of the first drawing; kills the other variants.
@@ -197,7 +219,7 @@ class Layout:
                 self._cancelled = True
             self._done.notify_all()
         for process in self._processes:
-            if process.poll() is None:
+            if process is not None and process.poll() is None:
                 _kill(process)
 
     @property

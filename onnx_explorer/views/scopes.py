@@ -111,11 +111,14 @@ class ScopeTree:
     # -- lookups ----------------------------------------------------------------
     def find(self, path: str) -> Scope | None:
         """The scope with this path; a leading or trailing ``/`` is ignored."""
-        path = as_text(path)
-        scope = self.by_path.get(path)
-        if scope is None:
-            scope = self.by_path.get("/".join(p for p in path.split("/") if p))
-        return scope
+        # Raw first: keys are names as the file has them (control characters included).
+        for candidate in (path, as_text(path)) if isinstance(path, str) else (as_text(path),):
+            scope = self.by_path.get(candidate)
+            if scope is None:
+                scope = self.by_path.get("/".join(p for p in candidate.split("/") if p))
+            if scope is not None:
+                return scope
+        return None
 
     def ops(self, graph: Graph, scope: Scope) -> Counter[str]:
         """Operator counts of a scope's subtree (computed when first asked for, from the

@@ -229,7 +229,9 @@ function render({ model, el }) {
     ring.style.height = `${h + 10}px`;
   }
 
-  const highlight = () => {
+  // ``keepPlace``: a new drawing whose placement was already decided (the anchor of an
+  // expand, or the same graph redrawn): move only if the selection is out of sight.
+  const highlight = (keepPlace = false) => {
     for (const old of stage.querySelectorAll(".oxe-selected")) old.classList.remove("oxe-selected");
     const id = model.get("highlight_id");
     const node = elementFor(id);
@@ -237,7 +239,8 @@ function render({ model, el }) {
       picked = null;
       node.classList.add("oxe-selected");
       // A node clicked in the drawing is where the user looks: do not move it.
-      if (id !== lastClicked || !visible(node)) centreOn(node);
+      const stay = keepPlace || id === lastClicked;
+      if (!stay || !visible(node)) centreOn(node);
     }
     lastClicked = null;
     placeRing();
@@ -298,9 +301,11 @@ function render({ model, el }) {
     const up = () => {
       minimap.removeEventListener("pointermove", move);
       minimap.removeEventListener("pointerup", up);
+      minimap.removeEventListener("lostpointercapture", up);
     };
     minimap.addEventListener("pointermove", move);
     minimap.addEventListener("pointerup", up);
+    minimap.addEventListener("lostpointercapture", up);
   });
 
   // -- toolbar -------------------------------------------------------------------------
@@ -362,14 +367,19 @@ function render({ model, el }) {
   };
 
   let busyTimer = null;
+  let busyStart = null; // the browser's own clock: a remote kernel's may differ
   const showBusy = () => {
     const what = model.get("busy") || "";
     if (busyTimer) clearInterval(busyTimer);
     busyTimer = null;
     busy.style.display = what ? "flex" : "none";
-    if (!what) return;
+    if (!what) {
+      busyStart = null;
+      return;
+    }
+    if (busyStart === null) busyStart = Date.now();
     const tick = () => {
-      const seconds = Math.max(0, (Date.now() - (model.get("busy_since") || Date.now())) / 1000);
+      const seconds = Math.max(0, (Date.now() - busyStart) / 1000);
       busyText.textContent = `${what}… ${seconds.toFixed(1)} s`;
     };
     tick();
@@ -421,11 +431,12 @@ function render({ model, el }) {
     } else if (!sameGraph) {
       firstView();
     }
+    const placed = Boolean(target) || sameGraph;
     anchor = null;
     shownPath = path;
     setMinimap();
     apply();
-    highlight();
+    highlight(placed);
     showMatches();
   };
 
@@ -556,7 +567,8 @@ function render({ model, el }) {
   };
   el.addEventListener("keydown", (event) => {
     event.stopPropagation(); // never reaches notebook command mode (dd, arrows, Ctrl+F…)
-    if (event.target.closest && event.target.closest("input, textarea, select")) return;
+    // Keys typed into a field or on a button keep their own meaning (Enter presses it).
+    if (event.target.closest && event.target.closest("input, textarea, select, button")) return;
     const key = event.key;
     const step = 60;
     const handled = {
@@ -607,7 +619,7 @@ function render({ model, el }) {
     ["change:control_hidden", showNotes],
     ["change:control_edges", showNotes],
     ["change:busy", showBusy],
-    ["change:busy_since", showBusy],
+    ["change:busy_since", () => { busyStart = null; showBusy(); }],
     ["change:height", () => { viewport.style.height = model.get("height") || ""; }],
   ];
   for (const [name, callback] of listeners) model.on(name, callback);
@@ -622,13 +634,17 @@ function render({ model, el }) {
     }
   };
   let explorerRoot = null;
+  let disposed = false;
   // Sizes are known once the element is in the page.
-  requestAnimationFrame(() => {
+  const frame = requestAnimationFrame(() => {
+    if (disposed) return;
     explorerRoot = el.closest(".oxe-explorer") || el;
     explorerRoot.addEventListener("focusin", suppress);
     loadSvg();
   });
   return () => {
+    disposed = true;
+    cancelAnimationFrame(frame);
     if (explorerRoot) explorerRoot.removeEventListener("focusin", suppress);
     for (const [name, callback] of listeners) model.off(name, callback);
     if (busyTimer) clearInterval(busyTimer);

@@ -77,7 +77,12 @@ class GraphView(anywidget.AnyWidget):
         self.model = model if model is not None else graph.model
         self.result: DotResult | None = None
         self.drawing: Drawing | None = None
-        self._lock = threading.Lock()
+        self._drawn_graph: Graph | None = None  # the graph ``result``/``ids`` describe
+        # One lock around every change of drawing state, from the main thread (clicks,
+        # selection) or a layout thread (publishing): they never interleave.
+        self._lock = threading.RLock()
+        self._reveal_tried: tuple[str, str] | None = None  # (node, scope) asked to open
+        self._closed = False
         self._generation = 0
         self._cancellation: Cancellation | None = None
         self._worker: threading.Thread | None = None
@@ -93,21 +98,24 @@ class GraphView(anywidget.AnyWidget):
     def show_graph(self, graph: Graph) -> None:
         """Draw another graph (a subgraph or function body); coming back to a graph shown
         before restores what was open in it (the browser restores where you were)."""
-        if graph is self.graph:
-            return
-        self._views[self.graph] = (self.drawn_expanded(), self.focus_node)
-        expanded, focus = self._views.get(graph, ([], ""))
-        self.graph = graph
-        self.result = None
-        self._match_names = []
-        with self.hold_trait_notifications():
-            self.expanded = expanded
-            self.focus_node = focus
-            self.selected = ""
-            self.matches = []
-            self.match_total = 0
-            self.graph_path = graph.path
-        self.render()
+        with self._lock:
+            if graph is self.graph:
+                return
+            # A drawing of the old graph still on its way must not land after the swap.
+            self._supersede()
+            self._views[self.graph] = (self.drawn_expanded(), self.focus_node)
+            expanded, focus = self._views.get(graph, ([], ""))
+            self.graph = graph
+            self.result = None
+            self._match_names = []
+            with self.hold_trait_notifications():
+                self.expanded = expanded
+                self.focus_node = focus
+                self.selected = ""
+                self.matches = []
+                self.match_total = 0
+                self.graph_path = graph.path
+            self.render()
 
     def expand(self, scope: str) -> None:
         """Open a collapsed scope (``"model/layers.3"``) in place."""
@@ -171,25 +179,32 @@ class GraphView(anywidget.AnyWidget):
     # -- layout in the background ---------------------------------------------------
     def render(self) -> None:
         """Redraw in the background; returns at once (errors go to ``error``)."""
-        request, graph, model = self.request(), self.graph, self.model
-        cancellation = Cancellation()
+        with self._lock:
+            if self._closed:
+                return
+            request, graph, model = self.request(), self.graph, self.model
+            generation = self._supersede()
+            cancellation = self._cancellation = Cancellation()
+            with self.hold_sync():
+                self.busy = "building the view"
+                self.busy_since = time.time() * 1000
+            worker = threading.Thread(
+                target=self._draw,
+                args=(generation, graph, model, request, cancellation),
+                name="oxe-layout",
+                daemon=True,
+            )
+            self._worker = worker
+            worker.start()
+
+    def _supersede(self) -> int:
+        """A new generation: the running layout is cancelled (its dot killed now)."""
         with self._lock:
             self._generation += 1
-            generation = self._generation
-            previous, self._cancellation = self._cancellation, cancellation
+            previous, self._cancellation = self._cancellation, None
         if previous is not None:
-            previous.cancel()  # superseded: its dot is killed now, not when it finishes
-        with self.hold_sync():
-            self.busy = "building the view"
-            self.busy_since = time.time() * 1000
-        worker = threading.Thread(
-            target=self._draw,
-            args=(generation, graph, model, request, cancellation),
-            name="oxe-layout",
-            daemon=True,
-        )
-        self._worker = worker
-        worker.start()
+            previous.cancel()
+        return self._generation
 
     def _draw(
         self,
@@ -200,8 +215,9 @@ class GraphView(anywidget.AnyWidget):
         cancellation: Cancellation,
     ) -> None:
         def attempt(result: DotResult) -> None:
-            if self._current(generation):
-                self.busy = f"laying out {result.drawn:,} boxes"
+            with self._lock:
+                if self._current(generation):
+                    self.busy = f"laying out {result.drawn:,} boxes"
 
         try:
             drawing = draw(
@@ -209,12 +225,14 @@ class GraphView(anywidget.AnyWidget):
                 cancellation=cancellation, on_attempt=attempt,
             )  # fmt: skip
         except LayoutCancelledError:
-            if self._current(generation):
-                with self.hold_sync():
-                    self.busy = ""
-                    self.error = "Layout cancelled." + (
-                        " The previous drawing is kept." if self.svg else ""
-                    )
+            with self._lock:
+                if self._current(generation):
+                    with self.hold_sync():
+                        self.busy = ""
+                        self.error = "Layout cancelled." + (
+                            " The previous drawing is kept." if self.svg else ""
+                        )
+                    self._update_highlight()  # a selection made meanwhile, on the kept drawing
             return
         except ExplorerError as exc:
             self._publish_error(generation, str(exc))
@@ -232,11 +250,11 @@ class GraphView(anywidget.AnyWidget):
             if not self._current(generation):
                 return  # superseded while dot ran: a newer drawing is on its way
             result = drawing.result
-            self.result, self.drawing = result, drawing
+            self.result, self.drawing, self._drawn_graph = result, drawing, self.graph
             notes = list(result.notes)
             if drawing.simplified:
                 notes.insert(0, drawing.simplified)
-            with self.hold_sync():
+            with self.hold_sync():  # one message: the browser sees a consistent drawing
                 self.error = ""
                 self.ids = {k: dict(v) for k, v in result.ids.items()}
                 self.notes = notes
@@ -244,14 +262,15 @@ class GraphView(anywidget.AnyWidget):
                 self.svg = drawing.svg
                 self.version += 1
                 self.busy = ""
-        self._update_highlight(reveal=True)
-        self._refresh_matches()
+                self._update_highlight(reveal=True)
+                self._refresh_matches()
 
     def _publish_error(self, generation: int, message: str) -> None:
         with self._lock:
             if not self._current(generation):
                 return
             self.result = None
+            self._drawn_graph = None
             with self.hold_sync():
                 self.svg = ""
                 self.ids = {}
@@ -267,7 +286,8 @@ class GraphView(anywidget.AnyWidget):
             cancellation.cancel()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the latest requested drawing is shown; False on timeout."""
+        """Wait until the latest requested layout has ended (drawn, failed with ``error``
+        set, or cancelled); False on timeout."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             worker = self._worker
@@ -281,7 +301,9 @@ class GraphView(anywidget.AnyWidget):
                 return True
 
     def close(self) -> None:
-        self.cancel()
+        with self._lock:
+            self._closed = True
+            self._supersede()
         super().close()
 
     # -- clicks and selection ------------------------------------------------------
@@ -296,17 +318,23 @@ class GraphView(anywidget.AnyWidget):
         elif event == "match":
             self.step_match(1 if content.get("step", 1) >= 0 else -1)
         elif event == "click":
-            if content.get("version") != self.version:
-                return  # made on a drawing that has since been replaced: ids differ
-            self.click(str(content.get("id", "")), double=bool(content.get("double")))
+            with self._lock:
+                if content.get("version") != self.version:
+                    return  # made on a drawing that has since been replaced: ids differ
+                self.click(str(content.get("id", "")), double=bool(content.get("double")))
         elif event == "control_edges":
             self.show_control_edges(bool(content.get("show")))
 
     def click(self, item_id: str, double: bool = False) -> None:
         """What a click on the drawn item ``item_id`` does (also used by tests)."""
+        with self._lock:
+            self._click(item_id, double)
+
+    def _click(self, item_id: str, double: bool) -> None:
         entry = self.ids.get(item_id)
-        if entry is None or self.result is None:
-            return
+        graph = self._drawn_graph
+        if entry is None or self.result is None or graph is not self.graph:
+            return  # the drawing clicked on is being replaced by another graph's
         kind = entry.get("kind")
         if kind == "body":
             if double:
@@ -314,9 +342,9 @@ class GraphView(anywidget.AnyWidget):
             else:
                 node_entry = self.ids.get(entry["node"], {})
                 if "index" in node_entry:
-                    self.selected = self.graph.nodes[int(node_entry["index"])].name
+                    self.selected = graph.nodes[int(node_entry["index"])].name
         elif kind == "node":
-            node = self.graph.nodes[int(entry["index"])]
+            node = graph.nodes[int(entry["index"])]
             graphs = entry.get("graphs") or []
             if double and graphs:
                 self.open_body(graphs[0]["path"])
@@ -354,6 +382,8 @@ class GraphView(anywidget.AnyWidget):
 
     def _refresh_matches(self) -> None:
         result, names = self.result, self._match_names
+        if self._drawn_graph is not self.graph:
+            result = None
         drawn: dict[str, None] = {}
         if result is not None:
             for name in names[:MATCHES_MARKED]:
@@ -369,7 +399,8 @@ class GraphView(anywidget.AnyWidget):
         """Save the view shown now as ``.svg``, ``.png`` or ``.dot`` (by the suffix)."""
         from ..views.render import save_result
 
-        self.wait(timeout)
+        if not self.wait(timeout):
+            raise ExplorerError(f"the drawing did not finish within {timeout:g} s")
         drawing = self.drawing
         if drawing is None or self.result is None:
             raise ExplorerError(f"nothing is drawn yet: {self.error or 'no drawing'}")
@@ -388,25 +419,36 @@ class GraphView(anywidget.AnyWidget):
 
         A node already drawn costs no layout; a hidden one costs exactly one.
         """
-        name, result = self.selected, self.result
-        if not name or not self.graph.has_node(name):
-            self.highlight_id = ""
-            return
-        if result is None or (reveal and self.busy):
-            return  # the drawing in progress highlights (and reveals) it when it lands
-        node = self.graph.node(name)
-        location = result.locate(node)
-        entry = self.ids.get(location or "", {})
-        if reveal and entry.get("kind") == "scope":
-            scope = _scope_showing(self.graph, node)
-            if scope is not None and scope.path not in self.drawn_expanded():
-                self.expanded = [*self.drawn_expanded(), scope.path]
-                self.focus_node = ""
-                self.render()
-        elif reveal and location is None and self.focus_node:
-            self.focus(name, self.hops)  # outside the drawn neighbourhood: move it
-            return
-        self.highlight_id = location or ""
+        with self._lock:
+            name, result, graph = self.selected, self.result, self.graph
+            if not name or not graph.has_node(name):
+                self.highlight_id = ""
+                return
+            if result is None or self._drawn_graph is not graph:
+                return  # the drawing in progress highlights (and reveals) it when it lands
+            node = graph.node(name)
+            location = result.locate(node)
+            self.highlight_id = location or ""
+            if not reveal or self.busy:
+                return  # a layout is running: it reveals the node when it lands
+            entry = self.ids.get(location or "", {})
+            if entry.get("kind") == "node":
+                self._reveal_tried = None
+            elif entry.get("kind") == "scope":
+                scope = _scope_showing(graph, node)
+                if scope is None:
+                    return
+                if self._reveal_tried != (name, scope.path):
+                    self._reveal_tried = (name, scope.path)
+                    self.expanded = [*self.drawn_expanded(), scope.path]
+                    self.focus_node = ""
+                    self.render()
+                else:
+                    # Its scope would not open (too big for max_nodes): draw its
+                    # neighbourhood instead, once, rather than asking again forever.
+                    self.focus(name, self.hops)
+            elif location is None and self.focus_node and self.focus_node != name:
+                self.focus(name, self.hops)  # outside the drawn neighbourhood: move it
 
 
 def _scope_showing(graph: Graph, node: Node) -> Scope | None:
