@@ -150,7 +150,11 @@ def _mount(page, view: GraphView, svg: str | None = None) -> None:
     page.add_script_tag(content=f"window.state = {json.dumps(state)};" + _MOCK_MODEL)
     page.add_script_tag(content=js, type="module")
     page.wait_for_function("window.oxeRender !== undefined")
-    page.evaluate("window.oxeRender({model: window.model, el: document.getElementById('w')})")
+    # Keep the cleanup function in the page: returning it to Playwright would dispose it.
+    page.evaluate(
+        "() => { window.oxeCleanup = window.oxeRender("
+        "{model: window.model, el: document.getElementById('w')}); }"
+    )
     page.wait_for_timeout(200)
 
 
