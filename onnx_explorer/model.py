@@ -6,8 +6,9 @@ read them. Nothing here knows about protobuf or any file format.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -160,6 +161,69 @@ class Node:
         return found
 
 
+class GraphParts(Protocol):
+    """What a reader hands :meth:`Graph.deferred`: the parts of a graph, each built on first use.
+
+    Opening a large model then costs what parsing it costs; a part is made when
+    something first reads it (``graph.nodes``, ``graph.node(name)``, ...).
+    """
+
+    def nodes(self, graph: Graph) -> Sequence[Node]:
+        """The nodes in file order, their ``index`` and ``graph`` already set."""
+        ...
+
+    def node_names(self) -> Sequence[str]:
+        """Each node's (unique) name, in file order: what ``nodes()[i].name`` will say."""
+        ...
+
+    def values(self) -> tuple[tuple[ValueInfo, ...], tuple[ValueInfo, ...], tuple[ValueInfo, ...]]:
+        """(declared inputs, true inputs, outputs)."""
+        ...
+
+    def initializers(self) -> Mapping[str, Tensor]: ...
+
+    def sparse_initializers(self) -> Mapping[str, SparseTensor]: ...
+
+    def value_info(self) -> Mapping[str, ValueInfo]: ...
+
+
+def _load_nodes(graph: Graph, parts: GraphParts) -> None:
+    graph.nodes = tuple(parts.nodes(graph))
+
+
+def _load_index(graph: Graph, parts: GraphParts) -> None:
+    graph._by_name = dict(zip(parts.node_names(), graph.nodes, strict=True))
+
+
+def _load_values(graph: Graph, parts: GraphParts) -> None:
+    graph.declared_inputs, graph.inputs, graph.outputs = parts.values()
+
+
+def _load_initializers(graph: Graph, parts: GraphParts) -> None:
+    graph.initializers = MappingProxyType(dict(parts.initializers()))
+
+
+def _load_sparse(graph: Graph, parts: GraphParts) -> None:
+    graph.sparse_initializers = MappingProxyType(dict(parts.sparse_initializers()))
+
+
+def _load_value_info(graph: Graph, parts: GraphParts) -> None:
+    graph.value_info = MappingProxyType(dict(parts.value_info()))
+
+
+# Attribute of a deferred graph → what builds it (on first read; see Graph.__getattr__).
+_DEFERRED: dict[str, Callable[[Graph, GraphParts], None]] = {
+    "nodes": _load_nodes,
+    "_by_name": _load_index,
+    "declared_inputs": _load_values,
+    "inputs": _load_values,
+    "outputs": _load_values,
+    "initializers": _load_initializers,
+    "sparse_initializers": _load_sparse,
+    "value_info": _load_value_info,
+}
+
+
 class Graph:
     """A computation graph: nodes in file order plus name-indexed lookups."""
 
@@ -176,9 +240,7 @@ class Graph:
         sparse_initializers: Mapping[str, SparseTensor] | None = None,
         declared_inputs: tuple[ValueInfo, ...] | None = None,
     ) -> None:
-        self.name = name
-        self.path = path
-        self.doc_string = doc_string
+        self._init_common(name, path, doc_string)
         self.nodes: tuple[Node, ...] = tuple(nodes)
         self.inputs = inputs  # true inputs: not backed by an initializer
         self.declared_inputs = declared_inputs if declared_inputs is not None else inputs
@@ -188,16 +250,58 @@ class Graph:
             dict(sparse_initializers or {})
         )
         self.value_info: Mapping[str, ValueInfo] = MappingProxyType(dict(value_info or {}))
-        self.parent: Node | None = None  # the If/Loop/Scan node owning this body
-        self.model: Model | None = None  # set by the Model holding this graph
         self._by_name: dict[str, Node] = {}
         for i, node in enumerate(self.nodes):
             node.index = i
             node.graph = self
             self._by_name[node.name] = node
+
+    def _init_common(self, name: str, path: str, doc_string: str) -> None:
+        self.name = name
+        self.path = path
+        self.doc_string = doc_string
+        self.parent: Node | None = None  # the If/Loop/Scan node owning this body
+        self._model: Model | None = None
+        self._parts: GraphParts | None = None  # set by deferred()
+        self._lock: threading.RLock | None = None
         self._producers: dict[str, Node] | None = None
         self._constants: dict[str, Tensor] | None = None
         self._consumers: dict[str, list[Node]] | None = None
+
+    @classmethod
+    def deferred(
+        cls, name: str, parts: GraphParts, *, doc_string: str = "", path: str = "/"
+    ) -> Graph:
+        """A graph whose nodes, values and tensors ``parts`` builds on first read (readers)."""
+        graph = cls.__new__(cls)
+        graph._init_common(name, path, doc_string)
+        graph._parts = parts
+        graph._lock = threading.RLock()
+        return graph
+
+    if not TYPE_CHECKING:  # mypy keeps checking attribute names as declared in __init__
+
+        def __getattr__(self, name: str) -> Any:
+            # Reached only for attributes not set yet: the parts of a deferred graph.
+            load = _DEFERRED.get(name)
+            parts = self.__dict__.get("_parts")
+            if load is None or parts is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            with self.__dict__["_lock"]:
+                if name not in self.__dict__:
+                    load(self, parts)
+            return self.__dict__[name]
+
+    @property
+    def model(self) -> Model | None:
+        """The model holding this graph (an If/Loop/Scan body: its parent node's model)."""
+        if self._model is None and self.parent is not None and self.parent.graph is not None:
+            return self.parent.graph.model
+        return self._model
+
+    @model.setter
+    def model(self, model: Model | None) -> None:
+        self._model = model
 
     def __repr__(self) -> str:
         return f"<Graph {self.path!r} {len(self.nodes)} nodes>"
@@ -406,8 +510,8 @@ class Model:
         # The format's own type inference, set by the reader (may be slow: callers cache).
         self.type_inference = type_inference
         self._graphs: dict[str, Graph] | None = None
-        for g in self.graphs():
-            g.model = self
+        for g in (graph, *(f.graph for f in functions)):
+            g.model = self  # If/Loop/Scan bodies find it through their parent node
 
     def __repr__(self) -> str:
         where = f" {self.path.name!r}" if self.path else ""

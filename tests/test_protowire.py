@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 import onnx_explorer as ox
 from onnx_explorer.readers import protowire
 from onnx_explorer.readers.protowire import (
-    INDEX_FROM,
+    BATCH_FROM,
     ONNX_MODEL_SCHEMA,
     FileBuffer,
     Stripped,
@@ -91,23 +91,20 @@ def _graph_payload(data: bytes) -> tuple[int, int]:
             pos += value
 
 
-def test_indexed_graph_is_cut_like_the_plain_walk(tmp_path):
+def test_batched_tensors_are_cut_like_the_plain_walk(tmp_path):
     data = _big_model().SerializeToString()
-    start, end = _graph_payload(data)
-    assert end - start >= INDEX_FROM
-    assert protowire._index_fields(data, start, end, ONNX_MODEL_SCHEMA.children[7].fields)
     fast, fast_data = _fast(data)
     plain, plain_data = _plain(tmp_path, data)
     assert fast.ranges == plain.ranges and fast_data == plain_data
     # Initializers of 256 bytes or more (t7..t39 and w), all 30 Constants, both If bodies.
     assert len(fast.ranges) == 33 + 1 + 30 + 2
+    assert BATCH_FROM <= 33 + 1  # the initializers are cut as one batch
     for offset, length in fast.ranges:
         assert data[offset - 1] < 0x80 and length >= protowire.DEFAULT_THRESHOLD
 
 
-def test_fields_out_of_order_are_walked_not_indexed(tmp_path):
-    # The same graph with an initializer written among the nodes: protobuf accepts any
-    # order, and the index (which assumes ascending field numbers) must notice.
+def test_fields_out_of_order_are_cut_alike(tmp_path):
+    # The same graph with an initializer written among the nodes: protobuf accepts any order.
     model = _big_model()
     graph = model.graph
     entries = [_ld(1, n.SerializeToString()) for n in graph.node]
@@ -117,8 +114,6 @@ def test_fields_out_of_order_are_walked_not_indexed(tmp_path):
     payload = b"".join(entries) + graph.SerializeToString()
     header = onnx.ModelProto(ir_version=model.ir_version, opset_import=model.opset_import)
     data = header.SerializeToString() + _ld(7, payload)
-    start, end = _graph_payload(data)
-    assert protowire._index_fields(data, start, end, ONNX_MODEL_SCHEMA.children[7].fields) is None
     fast, fast_data = _fast(data)
     plain, plain_data = _plain(tmp_path, data)
     assert fast.ranges == plain.ranges and fast_data == plain_data
@@ -129,16 +124,30 @@ def test_fields_out_of_order_are_walked_not_indexed(tmp_path):
     np.testing.assert_array_equal(loaded.numpy(), np.full(300, 30))
 
 
-def test_a_non_minimal_length_is_walked_not_indexed(tmp_path):
-    model = _big_model()
-    payload = bytearray(model.graph.SerializeToString())
-    # The first node's length, 1 byte, rewritten as 2 (0x80 | n, 0x00): still valid protobuf.
-    assert payload[0] == 1 << 3 | 2 and payload[1] < 0x80
-    payload[1:2] = bytes([payload[1] | 0x80, 0])
-    model.ClearField("graph")
-    data = model.SerializeToString() + _ld(7, bytes(payload))
-    start, end = _graph_payload(data)
-    assert protowire._index_fields(data, start, end, ONNX_MODEL_SCHEMA.children[7].fields) is None
+@pytest.mark.parametrize(
+    "odd",
+    ["two_payloads", "negative_dim", "long_dims", "field_after_payload", "typed_and_raw"],
+)
+def test_unusual_tensors_in_a_batch_are_cut_like_the_plain_walk(tmp_path, odd):
+    model = _big_model(50)
+    tensor = model.graph.initializer[20]
+    if odd == "two_payloads":  # protobuf keeps the last; both are cut
+        original = _ld(5, tensor.SerializeToString())
+        tensor.ClearField("raw_data")
+        doubled = tensor.SerializeToString() + _ld(9, b"\x01" * 400) + _ld(9, b"\x02" * 400)
+        graph = model.graph.SerializeToString().replace(original, _ld(5, doubled))
+        model.ClearField("graph")
+        data = model.SerializeToString() + _ld(7, graph)
+    else:
+        if odd == "negative_dim":
+            tensor.dims[0] = -1  # a 10-byte varint
+        elif odd == "long_dims":
+            tensor.dims.extend([1] * 100)  # more fields than a batch steps through
+        elif odd == "field_after_payload":
+            tensor.doc_string = "after"
+        else:
+            tensor.float_data.extend([1.0] * 100)
+        data = model.SerializeToString()
     fast, fast_data = _fast(data)
     plain, plain_data = _plain(tmp_path, data)
     assert fast.ranges == plain.ranges and fast_data == plain_data

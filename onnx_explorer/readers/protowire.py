@@ -27,23 +27,19 @@ MARKER_LENGTH = len(MAGIC) + 8 + 4
 
 @dataclass(frozen=True)
 class Schema:
-    """Which fields of a message hold sub-messages to descend into, or payloads to cut out.
-
-    ``fields``, when given, lists every field number of the message, all of them
-    length-delimited: a large message of that kind is then indexed at C speed (see
-    :func:`_index_fields`) instead of being stepped through field by field.
-    """
+    """Which fields of a message hold sub-messages to descend into, or payloads to cut out."""
 
     children: Mapping[int, Schema]
     cut: frozenset[int] = frozenset()
-    fields: tuple[int, ...] = ()
 
 
 @dataclass
 class Stripped:
     """A message with its large payloads cut out."""
 
-    data: bytes  # the message to parse, markers in place of payloads
+    # What to parse: markers in place of payloads; ``buf`` itself (bytes, or a read-only
+    # view of a map, which protobuf parses alike) when there was nothing to cut.
+    data: bytes
     ranges: list[tuple[int, int]]  # (offset, length) in the original buffer, by marker index
     nonce: bytes
 
@@ -152,68 +148,114 @@ def _encode_varint(value: int) -> bytes:
             return bytes(out)
 
 
-#: Messages at least this long whose schema lists ``fields`` are indexed, not stepped through.
-INDEX_FROM = 1 << 16
+#: Tensors from which a run of them is cut together in numpy (see ``protowire_batch``).
+BATCH_FROM = 8
+
+# A field of a message: (where it starts, its tag, where its payload starts, its length).
+_Field = tuple[int, int, int, int]
+
+
+class _Output:
+    """A message being rewritten: the pieces so far and where copying resumes."""
+
+    def __init__(self, view: Any, start: int) -> None:
+        self.view = view
+        self.pieces: list[Any] = []
+        self.size = 0
+        self.copied_from = start
+
+    def replace(self, start: int, end: int, new: list[Any], new_size: int) -> None:
+        """Copy up to ``start``, then write ``new`` in place of ``start:end``."""
+        head = self.view[self.copied_from : start]
+        self.pieces.append(head)
+        self.pieces.extend(new)
+        self.size += len(head) + new_size
+        self.copied_from = end
+
+    def finish(self, end: int) -> tuple[list[Any], int] | None:
+        if not self.pieces:
+            return None
+        tail = self.view[self.copied_from : end]
+        self.pieces.append(tail)
+        return self.pieces, self.size + len(tail)
 
 
 class _Walker:
+    """One walk over a buffer: the ranges it cut so far and how markers name them."""
+
     def __init__(self, buf: Any, threshold: int) -> None:
         self.buf = buf
         self.threshold = threshold
         self.ranges: list[tuple[int, int]] = []
         self.nonce = os.urandom(8)
         self._prefix = MAGIC + self.nonce
-        # Bytes in memory can be searched and indexed; a FileBuffer is only stepped through.
+        # Bytes in memory are searched, sliced without copies and batched in numpy; a
+        # FileBuffer (a large file read in blocks) is only stepped through.
         self._in_memory = not isinstance(buf, FileBuffer)
+        self._view = memoryview(buf) if self._in_memory else buf
         self._signatures: dict[int, Any] = {}
+        self._hit = (0, -1)  # where the last signature search found one
 
     def rewrite(self, start: int, end: int, schema: Schema) -> tuple[list[Any], int] | None:
-        """Pieces of the rewritten message and their total length; None if nothing changed.
+        """Pieces of the rewritten message and their total length; None if nothing changed."""
+        if self._in_memory and schema.children and not self._may_hold(start, end, schema):
+            return None
+        fields = self._scan(start, end, schema)
+        if not fields:
+            return None
+        out = _Output(self._view, start)
+        self._edit(fields, schema, out)
+        return out.finish(end)
 
-        This loop is the hot path of opening a file: nearly every field is shorter
-        than the threshold and skipped by its length prefix without looking inside,
-        so tags and lengths of one or two bytes are decoded inline.
+    def _may_hold(self, start: int, end: int, schema: Schema) -> bool:
+        """Whether the message may hold a payload to cut: one C-speed search for the
+        signature every such message contains (see :meth:`_signature`).
+
+        A graph whose weights are all external is skipped whole, and so is a node that
+        is large only because of its names.
         """
-        if self._in_memory:
-            # A message that cannot hold a payload to cut is skipped after one C-speed
-            # search (a graph whose weights are all external; a node large only because
-            # of its names); a large one that can is indexed rather than stepped through.
-            signature = self._signature(schema)
-            if signature is not None and not signature.search(self.buf, start, end):
-                return None
-            if schema.fields and end - start >= INDEX_FROM:
-                index = _index_fields(self.buf, start, end, schema.fields)
-                if index is not None:
-                    return self._rewrite_indexed(start, end, schema, index)
+        signature = self._signature(schema)
+        if signature is None:
+            return True
+        hit_start, hit_end = self._hit
+        if start <= hit_start and hit_end <= end:
+            return True  # found inside this message already, by a search one level up
+        match = signature.search(self.buf, start, end)
+        if match is None:
+            return False
+        self._hit = match.span()
+        return True
+
+    def _scan(self, start: int, end: int, schema: Schema) -> list[_Field]:
+        """The fields of a message that may need a change: those of ``threshold`` bytes
+        or more that ``schema`` cuts or descends into. Checks the whole message's
+        framing on the way.
+
+        This loop is the hot path of opening a file: a graph's nodes are skipped here
+        one by one. Nearly every field is a short length-delimited one with a 1-byte
+        tag and length, skipped by the first branch.
+        """
         buf = self.buf
         threshold = self.threshold
+        short = 0x80 if threshold >= 0x80 else 0  # lengths below this are always skipped
         wanted = schema.cut | schema.children.keys()
-        pieces: list[Any] = []
-        size = 0  # bytes in ``pieces``
-        copied_from = start  # start of the pending unchanged run
+        found: list[_Field] = []
         pos = start
-        while pos < end:
-            field_start = pos
+        last = end - 1
+        while pos < last:
             tag = buf[pos]
+            length = buf[pos + 1]
+            if tag & 0x87 == 2 and length < short:  # 1-byte tag, wire type 2, 1-byte length
+                pos += 2 + length
+                continue
+            field_start = pos
             if tag < 0x80:
                 pos += 1
             else:
                 tag, pos = _varint(buf, pos, end)
             wire = tag & 7
             if wire == 2:
-                if pos + 1 < end:
-                    length = buf[pos]
-                    if length < 0x80:
-                        pos += 1
-                    else:
-                        high = buf[pos + 1]
-                        if high < 0x80:
-                            length = length & 0x7F | high << 7
-                            pos += 2
-                        else:
-                            length, pos = _varint(buf, pos, end)
-                else:
-                    length, pos = _varint(buf, pos, end)
+                length, pos = _varint(buf, pos, end)
                 payload_start = pos
                 pos += length
                 if pos > end:
@@ -221,21 +263,10 @@ class _Walker:
                         f"truncated file: a field of {length} bytes at offset {payload_start} "
                         f"runs past the end of its message ({end})"
                     )
-                if length < threshold or tag >> 3 not in wanted:
-                    continue
-                new = self._field(tag, payload_start, length, schema)
-                if new is None:
-                    continue
-                head = buf[copied_from:field_start]
-                pieces.append(head)
-                pieces.extend(new[0])
-                size += len(head) + new[1]
-                copied_from = pos
+                if length >= threshold and tag >> 3 in wanted:
+                    found.append((field_start, tag, payload_start, length))
             elif wire == 0:
-                if pos < end and buf[pos] < 0x80:
-                    pos += 1
-                else:
-                    _, pos = _varint(buf, pos, end)
+                _, pos = _varint(buf, pos, end)
             elif wire == 1:
                 pos += 8
             elif wire == 5:
@@ -244,46 +275,118 @@ class _Walker:
                 raise ModelFormatError(
                     f"unsupported protobuf wire type {wire} at offset {field_start}"
                 )
-            if pos > end:
-                raise ModelFormatError(f"truncated file: field at offset {field_start} is cut off")
-        if not pieces:
-            return None
-        tail = buf[copied_from:end]
-        pieces.append(tail)
-        return pieces, size + len(tail)
+        if pos == last:  # a 1-byte field cannot be; let the general path say why
+            _varint(buf, pos, end)
+            raise ModelFormatError(f"truncated file: field at offset {pos} is cut off")
+        if pos > end:
+            raise ModelFormatError(f"truncated file: a field before offset {end} is cut off")
+        return found
 
-    def _rewrite_indexed(
-        self, start: int, end: int, schema: Schema, index: _FieldIndex
-    ) -> tuple[list[Any], int] | None:
-        """:meth:`rewrite` over a message whose fields :func:`_index_fields` has listed."""
+    def _edit(self, fields: list[_Field], schema: Schema, out: _Output) -> None:
+        """Write the changes to a message's ``fields`` to ``out``, in file order.
+
+        Consecutive tensors (a graph's initializers) are cut together, in numpy
+        (:func:`.protowire_batch.leaf_cuts`), rather than walked one after another;
+        sub-messages (nodes) are first searched together for the signature of a
+        payload to cut (:meth:`_holding`), and only those holding it are walked.
+        """
+        holding = self._holding(fields, schema)
+        run: list[_Field] = []
+        run_schema: Schema | None = None
+        for field in fields:
+            child = schema.children.get(field[1] >> 3)
+            if self._in_memory and child is not None and child.cut and not child.children:
+                if run and child is not run_schema:
+                    self._leaf_run(run, run_schema, out)
+                    run = []
+                run.append(field)
+                run_schema = child
+                continue
+            if run:
+                self._leaf_run(run, run_schema, out)
+                run = []
+            field_start, tag, payload_start, length = field
+            if holding is not None and field_start not in holding and tag >> 3 not in schema.cut:
+                continue
+            new = self._field(tag, payload_start, length, schema)
+            if new is not None:
+                out.replace(field_start, payload_start + length, new[0], new[1])
+        if run:
+            self._leaf_run(run, run_schema, out)
+
+    def _holding(self, fields: list[_Field], schema: Schema) -> set[int] | None:
+        """Starts of the sub-messages among ``fields`` that contain their signature, found
+        by one search over the stretch they span; None to look at each on its own.
+
+        Matches cannot overlap (a signature starts with a 1-byte tag, below 0x80, and
+        ends with a byte of 0x80 or more), so the search misses none.
+        """
+        if not self._in_memory:
+            return None
+        nested = [f for f in fields if (child := schema.children.get(f[1] >> 3)) and child.children]
+        if len(nested) < BATCH_FROM:
+            return None
+        kinds = {id(schema.children[f[1] >> 3]): schema.children[f[1] >> 3] for f in nested}
+        if len(kinds) != 1:
+            return None
+        (child,) = kinds.values()
+        signature = self._signature(child)
+        if signature is None or max(_cut_fields(child)) >= 16:  # multi-byte tags
+            return None
+        first, last = nested[0][0], nested[-1][2] + nested[-1][3]
+        hits = [m.start() for m in signature.finditer(self.buf, first, last)]
+        if not hits:
+            return set()
         import numpy as np
 
-        wanted = np.isin(index.numbers, list(schema.cut | schema.children.keys()))
-        chosen = np.flatnonzero(wanted & (index.lengths >= self.threshold))
-        buf = self.buf
-        pieces: list[Any] = []
-        size = 0
-        copied_from = start
-        field = self._field
-        for tag, field_start, payload_start, length in zip(
-            index.tags[chosen].tolist(),
-            index.starts[chosen].tolist(),
-            index.payloads[chosen].tolist(),
-            index.lengths[chosen].tolist(),
-        ):
-            new = field(tag, payload_start, length, schema)
-            if new is None:
-                continue
-            head = buf[copied_from:field_start]
-            pieces.append(head)
-            pieces.extend(new[0])
-            size += len(head) + new[1]
-            copied_from = payload_start + length
-        if not pieces:
-            return None
-        tail = buf[copied_from:end]
-        pieces.append(tail)
-        return pieces, size + len(tail)
+        starts = np.array([f[2] for f in nested], np.int64)  # payload starts
+        ends = starts + np.array([f[3] for f in nested], np.int64)
+        owner = np.searchsorted(starts, np.array(hits, np.int64), side="right") - 1
+        inside = (owner >= 0) & (np.array(hits) + 2 <= ends[np.maximum(owner, 0)])
+        return {nested[i][0] for i in np.unique(owner[inside]).tolist()}
+
+    def _leaf_run(self, run: list[_Field], schema: Schema | None, out: _Output) -> None:
+        """Cut the payloads of a run of tensors (``schema``: what they cut, nothing more)."""
+        assert schema is not None
+        batch = None
+        if len(run) >= BATCH_FROM:
+            from .protowire_batch import leaf_cuts
+
+            batch = leaf_cuts(self.buf, run, schema.cut, self.threshold)
+        if batch is None:  # few, or one needs the walk: one at a time
+            for field_start, tag, payload_start, length in run:
+                end = payload_start + length
+                inner = self._rewrite_leaf(payload_start, end, schema.cut)
+                if inner is not None:
+                    prefix = _encode_varint(tag) + _encode_varint(inner[1])
+                    out.replace(field_start, end, [prefix, *inner[0]], len(prefix) + inner[1])
+            return
+        view = self._view
+        pieces = out.pieces
+        ranges = self.ranges
+        size = out.size
+        copied_from = out.copied_from
+        tag_bytes = {tag: _encode_varint(tag) for tag in {field[1] for field in run}}
+        # What a marker field starts with, by the tag of the field cut.
+        heads = {t: bytes((t, MARKER_LENGTH)) + self._prefix for t in {cut[2] for cut in batch}}
+        # The tensor becomes: its tag, its new length, its fields before the payload, the
+        # payload's tag, length (16) and marker; what follows the payload is copied.
+        for message, at, cut_tag, cut_payload, cut_length in batch:
+            field_start, tag, payload_start, length = run[message]
+            resume = cut_payload + cut_length
+            new_length = length - (resume - at) + 2 + MARKER_LENGTH
+            prefix = tag_bytes[tag] + _encode_varint(new_length)
+            pieces += (
+                view[copied_from:field_start],
+                prefix,
+                view[payload_start:at],
+                heads[cut_tag] + len(ranges).to_bytes(4, "little"),
+            )
+            ranges.append((cut_payload, cut_length))
+            size += field_start - copied_from + len(prefix) + at - payload_start + 2 + MARKER_LENGTH
+            copied_from = resume
+        out.size = size
+        out.copied_from = copied_from
 
     def _field(
         self, tag: int, payload_start: int, length: int, schema: Schema
@@ -310,63 +413,26 @@ class _Walker:
     def _marker(self, offset: int, length: int) -> bytes:
         index = len(self.ranges)
         self.ranges.append((offset, length))
-        return self._prefix + struct.pack("<I", index)
+        return self._prefix + index.to_bytes(4, "little")
 
     def _rewrite_leaf(
         self, start: int, end: int, cut: frozenset[int]
     ) -> tuple[list[Any], int] | None:
         """:meth:`rewrite` for a message with payloads to cut and nothing to descend into
-        (a tensor: its raw_data), the common case, kept short."""
-        buf = self.buf
-        threshold = self.threshold
+        (a tensor: its raw_data)."""
+        view = self._view
         pieces: list[Any] = []
         size = 0
-        copied_from = pos = start
-        while pos < end:
-            field_start = pos
-            tag = buf[pos]
-            if tag < 0x80:
-                pos += 1
-            else:
-                tag, pos = _varint(buf, pos, end)
-            wire = tag & 7
-            if wire == 0:
-                if pos < end and buf[pos] < 0x80:
-                    pos += 1
-                else:
-                    _, pos = _varint(buf, pos, end)
-            elif wire == 2:
-                length = buf[pos] if pos < end else 0x80
-                if length < 0x80:
-                    pos += 1
-                else:
-                    length, pos = _varint(buf, pos, end)
-                payload_start = pos
-                pos += length
-                if pos > end:
-                    raise ModelFormatError(
-                        f"truncated file: a field of {length} bytes at offset {payload_start} "
-                        f"runs past the end of its message ({end})"
-                    )
-                if length >= threshold and tag >> 3 in cut:
-                    head = buf[copied_from:field_start]
-                    prefix = _encode_varint(tag) + _encode_varint(MARKER_LENGTH)
-                    pieces += (head, prefix, self._marker(payload_start, length))
-                    size += len(head) + len(prefix) + MARKER_LENGTH
-                    copied_from = pos
-            elif wire == 1:
-                pos += 8
-            elif wire == 5:
-                pos += 4
-            else:
-                raise ModelFormatError(
-                    f"unsupported protobuf wire type {wire} at offset {field_start}"
-                )
-            if pos > end:
-                raise ModelFormatError(f"truncated file: field at offset {field_start} is cut off")
+        copied_from = start
+        for field_start, tag, payload_start, length in self._scan(start, end, Schema({}, cut)):
+            head = view[copied_from:field_start]
+            prefix = _encode_varint(tag) + _encode_varint(MARKER_LENGTH)
+            pieces += (head, prefix, self._marker(payload_start, length))
+            size += len(head) + len(prefix) + MARKER_LENGTH
+            copied_from = payload_start + length
         if not pieces:
             return None
-        tail = buf[copied_from:end]
+        tail = view[copied_from:end]
         pieces.append(tail)
         return pieces, size + len(tail)
 
@@ -379,9 +445,6 @@ class _Walker:
         """
         key = id(schema)
         if key not in self._signatures:
-            if not schema.children:  # a tensor: nearly always holds one, and is short
-                self._signatures[key] = None
-                return None
             tags = {_encode_varint(f << 3 | 2) for f in _cut_fields(schema)}
             pattern = None
             if tags and self.threshold >= 0x80:
@@ -406,132 +469,21 @@ def _cut_fields(schema: Schema) -> set[int]:
     return found
 
 
-@dataclass(frozen=True)
-class _FieldIndex:
-    """Every field of one message in file order (numpy arrays, one entry per field)."""
-
-    numbers: Any  # field number
-    tags: Any  # tag (field number << 3 | 2)
-    starts: Any  # offset of the tag
-    payloads: Any  # offset of the payload
-    lengths: Any  # payload length
-
-
-_SHADOWS: dict[tuple[int, ...], Any] = {}
-
-
-def _shadow_class(fields: tuple[int, ...]) -> Any:
-    """A protobuf message class with every one of ``fields`` as ``repeated bytes``."""
-    cls = _SHADOWS.get(fields)
-    if cls is None:
-        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-        name = "Fields_" + "_".join(map(str, fields))
-        file = descriptor_pb2.FileDescriptorProto(
-            name=f"onnx_explorer_protowire_{name}.proto",
-            package="onnx_explorer_protowire",
-            syntax="proto2",
-        )
-        message = file.message_type.add(name=name)
-        for number in fields:
-            message.field.add(
-                name=f"f{number}",
-                number=number,
-                type=descriptor_pb2.FieldDescriptorProto.TYPE_BYTES,
-                label=descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED,
-            )
-        pool = descriptor_pool.DescriptorPool()
-        pool.Add(file)
-        descriptor = pool.FindMessageTypeByName(f"onnx_explorer_protowire.{name}")
-        cls = _SHADOWS[fields] = message_factory.GetMessageClass(descriptor)
-    return cls
-
-
-def _index_fields(buf: Any, start: int, end: int, fields: tuple[int, ...]) -> _FieldIndex | None:
-    """Where each field of the message at ``buf[start:end]`` lies, found at C speed.
-
-    protobuf's own parser splits the message into one list per field number (a
-    message class declaring ``fields`` as ``repeated bytes``). That loses the order
-    between different numbers, so the fields are assumed to be in ascending order,
-    as every protobuf serializer writes them, and the assumption is checked: each
-    predicted field must start with its own tag and minimal length varint, and the
-    fields must fill the message exactly. Walking the message field by field from
-    its start would then meet exactly these fields (by induction: each check pins
-    where the next field starts), so the index is what the walk would find. None
-    when the message is anything else (other field numbers, unusual encodings,
-    damage): the caller then walks it, which also reports damage properly.
-    """
-    import numpy as np
-
-    try:
-        message = _shadow_class(fields).FromString(memoryview(buf)[start:end])
-    except Exception:  # any refusal means "walk it instead"
-        return None
-    numbers: list[int] = []
-    lengths: list[Any] = []
-    for field in sorted(fields):
-        values = getattr(message, f"f{field}")
-        if values:
-            lengths.append(np.fromiter(map(len, values), np.int64, len(values)))
-            numbers.append(field)
-    if not lengths:
-        return None if end > start else _FieldIndex(*([np.zeros(0, np.int64)] * 5))
-    counts = [len(a) for a in lengths]
-    length = np.concatenate(lengths)
-    number = np.repeat(np.array(numbers, np.int64), counts)
-    tag = number << 3 | 2
-    tag_size = _varint_sizes(tag)
-    length_size = _varint_sizes(length)
-    size = tag_size + length_size + length
-    field_end = np.cumsum(size)
-    if int(field_end[-1]) != end - start:
-        return None
-    local = field_end - size  # field starts, relative to ``start``
-    data = np.frombuffer(buf, np.uint8, end - start, start)
-    if not _varints_match(data, local, tag, tag_size):
-        return None
-    if not _varints_match(data, local + tag_size, length, length_size):
-        return None
-    return _FieldIndex(number, tag, local + start, local + start + tag_size + length_size, length)
-
-
-def _varints_match(data: Any, offsets: Any, values: Any, sizes: Any) -> bool:
-    """Whether ``data`` holds each value's minimal varint at its offset (numpy arrays)."""
-    import numpy as np
-
-    k = 0
-    while True:
-        more = sizes > k + 1
-        expected = (values >> (7 * k)) & 0x7F | more.astype(np.int64) << 7
-        if not np.array_equal(data[offsets + k], expected):
-            return False
-        if not more.any():
-            return True
-        offsets, values, sizes = offsets[more], values[more], sizes[more]
-        k += 1
-
-
-def _varint_sizes(values: Any) -> Any:
-    """Bytes of each value's minimal varint encoding (numpy, non-negative values)."""
-    import numpy as np
-
-    sizes = np.ones(values.shape, np.int64)
-    for k in range(1, 10):
-        longer = values >= (1 << (7 * k))
-        if not longer.any():
-            break
-        sizes += longer
-    return sizes
-
-
 def strip_payloads(buf: Any, schema: Schema, threshold: int = DEFAULT_THRESHOLD) -> Stripped:
-    """Copy ``buf`` (bytes or mmap) with the payloads ``schema`` marks replaced by markers."""
+    """Copy ``buf`` (bytes, or a view of a map) with the payloads ``schema`` marks replaced
+    by markers; ``buf`` itself when there are none."""
     walker = _Walker(buf, threshold)
     try:
         rewritten = walker.rewrite(0, len(buf), schema)
     except RecursionError:
         raise ModelFormatError("messages are nested too deeply") from None
-    data = bytes(buf[0 : len(buf)]) if rewritten is None else b"".join(rewritten[0])
+    data: Any
+    if rewritten is not None:
+        data = b"".join(rewritten[0])
+    elif isinstance(buf, bytes | memoryview):
+        data = buf  # nothing to cut: parse the buffer itself (a view of a map: no copy)
+    else:
+        data = bytes(buf[0 : len(buf)])
     return Stripped(data, walker.ranges, walker.nonce)
 
 
@@ -542,9 +494,7 @@ def _onnx_schemas() -> Schema:
     attribute_children: dict[int, Schema] = {5: tensor, 10: tensor, 22: sparse, 23: sparse}
     attribute = Schema(attribute_children)
     node = Schema({5: attribute})  # NodeProto.attribute
-    # node, initializer, sparse_initializer; then every GraphProto field number, so that a
-    # large graph is indexed at C speed rather than walked node by node.
-    graph = Schema({1: node, 5: tensor, 15: sparse}, fields=(1, 2, 5, 10, 11, 12, 13, 14, 15, 16))
+    graph = Schema({1: node, 5: tensor, 15: sparse})  # node, initializer, sparse_initializer
     attribute_children[6] = graph  # AttributeProto.g
     attribute_children[11] = graph  # AttributeProto.graphs
     function = Schema({7: node})  # FunctionProto.node

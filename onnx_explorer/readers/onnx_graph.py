@@ -1,0 +1,388 @@
+"""ONNX graphs, nodes and attributes → neutral :class:`Graph`, :class:`Node`, :class:`Attribute`.
+
+Nothing is converted when a model is opened: a graph is a :meth:`Graph.deferred`
+over its parsed ``GraphProto``, and each of its parts (nodes, name index, inputs
+and outputs, initializers, value_info) is built when something first reads it.
+Nodes are made all at once, bare, when ``graph.nodes`` is first read, and their
+fields are filled one field at a time for every node of the graph, when any node's
+field is first read (:class:`_Columns`): a first view reads every node, a lookup
+one, and both pay for the fields they read at the speed of C-level loops over the
+parsed messages, not of a Python loop per node.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from itertools import chain, compress, repeat
+from operator import attrgetter
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import onnx
+
+from ..model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueInfo
+from ..tensors import Tensor
+from .onnx_values import TensorContext, _s, type_string, value_info
+
+_ATTR_KINDS = {v: k for k, v in onnx.AttributeProto.AttributeType.items()}
+#: The empty mapping of every node without attributes or metadata (one object, shared).
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+# -- attributes --------------------------------------------------------------------
+def _attribute(
+    ctx: TensorContext, a: onnx.AttributeProto, node_name: str, owner: str, graph_path: str
+) -> Attribute:
+    kind = _ATTR_KINDS.get(a.type, "UNDEFINED")
+    if kind == "UNDEFINED":
+        kind = _guess_attribute_kind(a)
+    attr_name = _s(a.name)
+    label = f"{node_name}.{attr_name}"
+    sub_path = f"{graph_path.rstrip('/')}/{node_name.lstrip('/')}/{attr_name}"
+    value: Any
+    if kind == "FLOAT":
+        value = a.f
+    elif kind == "INT":
+        value = a.i
+    elif kind == "STRING":
+        value = a.s.decode("utf-8", "replace")
+    elif kind == "TENSOR":
+        value = ctx.tensor(a.t, owner if owner else (_s(a.t.name) or label))
+    elif kind == "GRAPH":
+        value = graph(ctx, a.g, sub_path)
+    elif kind == "SPARSE_TENSOR":
+        value = ctx.sparse(a.sparse_tensor, owner or label)
+    elif kind == "TYPE_PROTO":
+        value = type_string(a.tp)
+    elif kind == "FLOATS":
+        value = tuple(a.floats)
+    elif kind == "INTS":
+        value = tuple(a.ints)
+    elif kind == "STRINGS":
+        value = tuple(s.decode("utf-8", "replace") for s in a.strings)
+    elif kind == "TENSORS":
+        value = tuple(ctx.tensor(t, _s(t.name) or f"{label}[{i}]") for i, t in enumerate(a.tensors))
+    elif kind == "GRAPHS":
+        value = tuple(graph(ctx, g, f"{sub_path}[{i}]") for i, g in enumerate(a.graphs))
+    elif kind == "SPARSE_TENSORS":
+        value = tuple(ctx.sparse(s, f"{label}[{i}]") for i, s in enumerate(a.sparse_tensors))
+    elif kind == "TYPE_PROTOS":
+        value = tuple(type_string(t) for t in a.type_protos)
+    else:
+        value = None
+    return Attribute(attr_name, kind, value, _s(a.doc_string), _s(a.ref_attr_name))
+
+
+def _guess_attribute_kind(a: onnx.AttributeProto) -> str:
+    """IR 1/2 files may leave ``type`` unset: infer it from the field that holds a value."""
+    for field, kind in (
+        ("floats", "FLOATS"), ("ints", "INTS"), ("strings", "STRINGS"), ("tensors", "TENSORS"),
+        ("graphs", "GRAPHS"),
+    ):  # fmt: skip
+        if len(getattr(a, field)):
+            return kind
+    for field, kind in (
+        ("t", "TENSOR"),
+        ("g", "GRAPH"),
+        ("sparse_tensor", "SPARSE_TENSOR"),
+        ("tp", "TYPE_PROTO"),
+    ):
+        if a.HasField(field):
+            return kind
+    if a.s:
+        return "STRING"
+    if a.i:
+        return "INT"
+    return "FLOAT" if a.f else "UNDEFINED"
+
+
+# -- nodes -------------------------------------------------------------------------
+@contextmanager
+def _bulk() -> Iterator[None]:
+    """Make many objects without the cyclic GC pausing every few hundred of them.
+
+    Creating 100,000 nodes would otherwise run some 150 young collections, each also
+    scanning what the previous ones kept; that alone tripled the cost.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _consume(iterator: Iterator[Any]) -> None:
+    deque(iterator, maxlen=0)
+
+
+def _text_column(values: list[Any]) -> list[str]:
+    """``values`` (str, or bytes where a proto2 string is not UTF-8) as text."""
+    if any(map(isinstance, values, repeat(bytes))):
+        return [_s(v) for v in values]
+    return values
+
+
+class _OnnxNode(Node):
+    """A :class:`Node` whose fields :class:`_Columns` fills on first read."""
+
+    __slots__ = ("_columns",)
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            # Reached only for a slot not filled yet (and for names nodes do not have).
+            if name in _FIELDS:
+                self._columns.fill(name)
+                return object.__getattribute__(self, name)
+            raise AttributeError(f"'Node' object has no attribute {name!r}")
+
+
+_SLOT = {name: getattr(Node, name).__set__ for name in Node.__slots__}
+_SET_COLUMNS = _OnnxNode._columns.__set__  # type: ignore[attr-defined]
+
+
+class _Columns:
+    """The fields of one graph's nodes, decoded a whole column (field) at a time."""
+
+    def __init__(self, ctx: TensorContext, protos: Any, path: str) -> None:
+        self._ctx = ctx
+        self._container = protos  # the repeated NodeProto field
+        self._protos: list[Any] | None = None
+        self._path = path
+        self._nodes: list[Node] = []
+        self._names: list[str] | None = None
+        self._has_name: list[bool] | None = None
+        self._done: set[str] = set()
+        self._lock = threading.RLock()
+
+    def protos(self) -> list[Any]:
+        if self._protos is None:
+            self._protos = list(self._container)
+        return self._protos
+
+    def make_nodes(self, graph: Graph) -> list[Node]:
+        protos = self.protos()
+        count = len(protos)
+        with _bulk():
+            nodes: list[Node] = list(map(_OnnxNode.__new__, repeat(_OnnxNode, count)))
+            _consume(map(_SLOT["index"], nodes, range(count)))
+            _consume(map(_SLOT["graph"], nodes, repeat(graph, count)))
+            _consume(map(_SET_COLUMNS, nodes, repeat(self, count)))
+        self._nodes = nodes
+        return nodes
+
+    def names(self) -> list[str]:
+        """Each node's name: the file's, made unique, or ``{op_type}_{i}`` when it has none."""
+        with self._lock:
+            if self._names is None:
+                self._names, self._has_name = self._unique_names()
+            return self._names
+
+    def _unique_names(self) -> tuple[list[str], list[bool]]:
+        protos = self.protos()
+        names = _text_column(list(map(attrgetter("name"), protos)))
+        if all(names) and len(set(names)) == len(names):
+            return names, [True] * len(names)
+        # Nameless nodes get ``{op_type}_{i}``; a repeated name (or a made-up one that
+        # collides) gets ``#1``, ``#2``... so that every node can be looked up.
+        op_types = self._op_types()
+        seen = {n for n in names if n}
+        used: set[str] = set()
+        unique: list[str] = []
+        for i, name in enumerate(names):
+            has_name = bool(name)
+            name = name or f"{op_types[i]}_{i}"
+            if name in used or (not has_name and name in seen):
+                k = 1
+                while f"{name}#{k}" in used or f"{name}#{k}" in seen:
+                    k += 1
+                name = f"{name}#{k}"
+            used.add(name)
+            unique.append(name)
+        return unique, [bool(n) for n in names]
+
+    def _op_types(self) -> list[str]:
+        return _text_column(list(map(attrgetter("op_type"), self.protos())))
+
+    def fill(self, field: str) -> None:
+        """Set ``field`` (and the fields decoded with it) on every node of the graph."""
+        with self._lock, _bulk():
+            if field in self._done:
+                return
+            nodes = self._nodes
+            count = len(nodes)
+            values: Sequence[Any] | Iterator[Any]
+            if field in ("name", "has_file_name"):
+                names = self.names()
+                assert self._has_name is not None
+                _consume(map(_SLOT["name"], nodes, names))
+                _consume(map(_SLOT["has_file_name"], nodes, self._has_name))
+                self._done |= {"name", "has_file_name"}
+                return
+            if field in ("control_inputs", "device"):
+                values = repeat(() if field == "control_inputs" else "", count)
+            elif field == "op_type":
+                values = self._op_types()
+            elif field in ("domain", "doc_string"):
+                values = _text_column(list(map(attrgetter(field), self.protos())))
+            elif field in ("inputs", "outputs"):
+                values = self._tuples(field[:-1])
+            elif field == "metadata_props":
+                values = self._metadata()
+            elif field == "attributes":
+                values = self._attributes()
+            else:  # pragma: no cover - _FIELDS lists exactly the fields above
+                raise AttributeError(field)
+            _consume(map(_SLOT[field], nodes, values))
+            self._done.add(field)
+
+    def _tuples(self, proto_field: str) -> list[tuple[str, ...]]:
+        values = list(map(tuple, map(attrgetter(proto_field), self.protos())))
+        try:
+            "".join(chain.from_iterable(values))  # fails on bytes: a string that is not UTF-8
+        except TypeError:
+            values = [tuple(map(_s, t)) for t in values]
+        return values
+
+    def _metadata(self) -> list[Mapping[str, str]]:
+        protos = self.protos()
+        values: list[Mapping[str, str]] = [_EMPTY] * len(protos)
+        counts = map(len, map(attrgetter("metadata_props"), protos))
+        for i in compress(range(len(protos)), counts):
+            entries = protos[i].metadata_props
+            values[i] = MappingProxyType({_s(p.key): _s(p.value) for p in entries})
+        return values
+
+    def _attributes(self) -> list[Mapping[str, Attribute]]:
+        protos = self.protos()
+        nodes = self._nodes
+        values: list[Mapping[str, Attribute]] = [_EMPTY] * len(protos)
+        counts = list(map(len, map(attrgetter("attribute"), protos)))
+        if not any(counts):
+            return values
+        names = self.names()
+        ctx, path = self._ctx, self._path
+        for i in compress(range(len(protos)), counts):
+            n = protos[i]
+            name = names[i]
+            # A Constant's tensor is known by the value it produces.
+            owner = ""
+            if n.op_type == "Constant" and n.output:
+                owner = _s(n.output[0])
+            attrs = {_s(a.name): _attribute(ctx, a, name, owner, path) for a in n.attribute}
+            for attr in attrs.values():
+                if attr.kind == "GRAPH":
+                    attr.value.parent = nodes[i]
+                elif attr.kind == "GRAPHS":
+                    for body in attr.value:
+                        body.parent = nodes[i]
+            values[i] = MappingProxyType(attrs)
+        return values
+
+
+_FIELDS = frozenset(Node.__slots__) - {"index", "graph"}
+
+
+# -- graphs ------------------------------------------------------------------------
+class _GraphParts:
+    """The parts of a graph read from a ``GraphProto`` (see :class:`~..model.GraphParts`)."""
+
+    def __init__(self, ctx: TensorContext, proto: Any, path: str) -> None:
+        self._ctx = ctx
+        self._proto = proto
+        self._columns = _Columns(ctx, proto.node, path)
+
+    def nodes(self, graph: Graph) -> Sequence[Node]:
+        return self._columns.make_nodes(graph)
+
+    def node_names(self) -> Sequence[str]:
+        return self._columns.names()
+
+    def values(self) -> tuple[tuple[ValueInfo, ...], tuple[ValueInfo, ...], tuple[ValueInfo, ...]]:
+        g = self._proto
+        declared = tuple(value_info(vi) for vi in g.input)
+        # IR < 4 lists initializers among the inputs; a true input is one with no stored value.
+        stored = set(_text_column(list(map(attrgetter("name"), g.initializer))))
+        stored.update(_s(s.values.name) for s in g.sparse_initializer)
+        true_inputs = tuple(v for v in declared if v.name not in stored)
+        return declared, true_inputs, tuple(value_info(vi) for vi in g.output)
+
+    def initializers(self) -> Mapping[str, Tensor]:
+        tensor = self._ctx.tensor
+        with _bulk():
+            return {_s(t.name): tensor(t) for t in self._proto.initializer}
+
+    def sparse_initializers(self) -> Mapping[str, SparseTensor]:
+        return {_s(s.values.name): self._ctx.sparse(s) for s in self._proto.sparse_initializer}
+
+    def value_info(self) -> Mapping[str, ValueInfo]:
+        with _bulk():
+            return {_s(vi.name): value_info(vi) for vi in self._proto.value_info}
+
+
+class _FunctionParts(_GraphParts):
+    """A function body: inputs and outputs are names, typed by the function's value_info."""
+
+    def __init__(self, ctx: TensorContext, proto: Any, path: str) -> None:
+        super().__init__(ctx, proto, path)
+        self._typed: dict[str, ValueInfo] | None = None
+
+    def value_info(self) -> Mapping[str, ValueInfo]:
+        if self._typed is None:
+            self._typed = {vi.name: value_info(vi) for vi in self._proto.value_info}
+        return self._typed
+
+    def values(self) -> tuple[tuple[ValueInfo, ...], tuple[ValueInfo, ...], tuple[ValueInfo, ...]]:
+        typed = self.value_info()
+        f = self._proto
+        inputs = tuple(typed.get(n, ValueInfo(n)) for n in f.input)
+        return inputs, inputs, tuple(typed.get(n, ValueInfo(n)) for n in f.output)
+
+    def initializers(self) -> Mapping[str, Tensor]:
+        return {}
+
+    def sparse_initializers(self) -> Mapping[str, SparseTensor]:
+        return {}
+
+
+def graph(ctx: TensorContext, g: onnx.GraphProto, path: str) -> Graph:
+    """The graph of a ``GraphProto``, converted part by part as it is read."""
+    return Graph.deferred(
+        _s(g.name), _GraphParts(ctx, g, path), doc_string=_s(g.doc_string), path=path
+    )
+
+
+def function(ctx: TensorContext, f: onnx.FunctionProto) -> Function:
+    path = f"function:{f.domain}:{f.name}" + (f":{f.overload}" if f.overload else "")
+    body = Graph.deferred(f.name, _FunctionParts(ctx, f, path), doc_string=f.doc_string, path=path)
+    defaults = {a.name: _attribute(ctx, a, f.name, "", path) for a in f.attribute_proto}
+    return Function(
+        name=f.name,
+        domain=f.domain,
+        graph=body,
+        attribute_names=tuple(f.attribute) + tuple(a for a in defaults if a not in f.attribute),
+        attribute_defaults=defaults,
+        opset_imports={o.domain: o.version for o in f.opset_import},
+        overload=f.overload,
+        doc_string=f.doc_string,
+    )
+
+
+def materialize(model: Model) -> None:
+    """Build every part of every graph of ``model`` now (for a proto its caller may change)."""
+    for g in model.graphs():
+        for part in ("nodes", "_by_name", "inputs", "initializers", "sparse_initializers"):
+            getattr(g, part)
+        _ = g.value_info
+        if g.nodes:  # reading one node's field fills that field on every node
+            for field in sorted(_FIELDS):
+                getattr(g.nodes[0], field)
+
+
+__all__ = ["function", "graph", "materialize"]
