@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import onnx
@@ -171,3 +172,17 @@ def test_constant_and_initializer_tensors_read_through_lazy_nodes(tmp_path):
     np.testing.assert_array_equal(weights["c"].tensor.numpy(), value)
     np.testing.assert_array_equal(weights["w"].tensor.numpy(), value * 2)
     assert weights["c"].tensor.location.offset is not None
+
+
+def test_many_nodes_with_one_name_stay_fast():
+    # Each repeat takes the next free suffix without trying every smaller one again.
+    nodes = [helper.make_node("Relu", ["x"], ["x"], name="same") for _ in range(20000)]
+    nodes += [helper.make_node("Relu", ["x"], ["x"]) for _ in range(3)]
+    graph = helper.make_graph(nodes, "g", [], [])
+    g = ox.load(helper.make_model(graph).SerializeToString()).graph
+    started = time.perf_counter()
+    names = [n.name for n in g.nodes]
+    assert time.perf_counter() - started < 2.0
+    assert names[:3] == ["same", "same#1", "same#2"] and names[19999] == "same#19999"
+    assert names[20000:] == ["Relu_20000", "Relu_20001", "Relu_20002"]
+    assert len(set(names)) == len(names)

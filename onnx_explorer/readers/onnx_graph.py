@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import chain, compress, repeat
 from operator import attrgetter
@@ -34,6 +34,23 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 # -- attributes --------------------------------------------------------------------
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "replace")
+
+
+# Attribute kinds whose value is read straight off the proto.
+_PLAIN: dict[str, Callable[[Any], Any]] = {
+    "FLOAT": attrgetter("f"),
+    "INT": attrgetter("i"),
+    "STRING": lambda a: _text(a.s),
+    "FLOATS": lambda a: tuple(a.floats),
+    "INTS": lambda a: tuple(a.ints),
+    "STRINGS": lambda a: tuple(map(_text, a.strings)),
+    "TYPE_PROTO": lambda a: type_string(a.tp),
+    "TYPE_PROTOS": lambda a: tuple(map(type_string, a.type_protos)),
+}
+
+
 def _attribute(
     ctx: TensorContext, a: onnx.AttributeProto, node_name: str, owner: str, graph_path: str
 ) -> Attribute:
@@ -41,40 +58,40 @@ def _attribute(
     if kind == "UNDEFINED":
         kind = _guess_attribute_kind(a)
     attr_name = _s(a.name)
+    plain = _PLAIN.get(kind)
+    value = (
+        plain(a)
+        if plain is not None
+        else _held(ctx, a, kind, attr_name, node_name, owner, graph_path)
+    )
+    return Attribute(attr_name, kind, value, _s(a.doc_string), _s(a.ref_attr_name))
+
+
+def _held(
+    ctx: TensorContext,
+    a: onnx.AttributeProto,
+    kind: str,
+    attr_name: str,
+    node_name: str,
+    owner: str,
+    graph_path: str,
+) -> Any:
+    """The value of a tensor or graph attribute (named after its node), or None."""
     label = f"{node_name}.{attr_name}"
     sub_path = f"{graph_path.rstrip('/')}/{node_name.lstrip('/')}/{attr_name}"
-    value: Any
-    if kind == "FLOAT":
-        value = a.f
-    elif kind == "INT":
-        value = a.i
-    elif kind == "STRING":
-        value = a.s.decode("utf-8", "replace")
-    elif kind == "TENSOR":
-        value = ctx.tensor(a.t, owner if owner else (_s(a.t.name) or label))
-    elif kind == "GRAPH":
-        value = graph(ctx, a.g, sub_path)
-    elif kind == "SPARSE_TENSOR":
-        value = ctx.sparse(a.sparse_tensor, owner or label)
-    elif kind == "TYPE_PROTO":
-        value = type_string(a.tp)
-    elif kind == "FLOATS":
-        value = tuple(a.floats)
-    elif kind == "INTS":
-        value = tuple(a.ints)
-    elif kind == "STRINGS":
-        value = tuple(s.decode("utf-8", "replace") for s in a.strings)
-    elif kind == "TENSORS":
-        value = tuple(ctx.tensor(t, _s(t.name) or f"{label}[{i}]") for i, t in enumerate(a.tensors))
-    elif kind == "GRAPHS":
-        value = tuple(graph(ctx, g, f"{sub_path}[{i}]") for i, g in enumerate(a.graphs))
-    elif kind == "SPARSE_TENSORS":
-        value = tuple(ctx.sparse(s, f"{label}[{i}]") for i, s in enumerate(a.sparse_tensors))
-    elif kind == "TYPE_PROTOS":
-        value = tuple(type_string(t) for t in a.type_protos)
-    else:
-        value = None
-    return Attribute(attr_name, kind, value, _s(a.doc_string), _s(a.ref_attr_name))
+    if kind == "TENSOR":
+        return ctx.tensor(a.t, owner if owner else (_s(a.t.name) or label))
+    if kind == "GRAPH":
+        return graph(ctx, a.g, sub_path)
+    if kind == "SPARSE_TENSOR":
+        return ctx.sparse(a.sparse_tensor, owner or label)
+    if kind == "TENSORS":
+        return tuple(ctx.tensor(t, _s(t.name) or f"{label}[{i}]") for i, t in enumerate(a.tensors))
+    if kind == "GRAPHS":
+        return tuple(graph(ctx, g, f"{sub_path}[{i}]") for i, g in enumerate(a.graphs))
+    if kind == "SPARSE_TENSORS":
+        return tuple(ctx.sparse(s, f"{label}[{i}]") for i, s in enumerate(a.sparse_tensors))
+    return None
 
 
 def _guess_attribute_kind(a: onnx.AttributeProto) -> str:
@@ -158,6 +175,7 @@ class _Columns:
         self._nodes: list[Node] = []
         self._names: list[str] | None = None
         self._has_name: list[bool] | None = None
+        self._op_type_list: list[str] | None = None
         self._done: set[str] = set()
         self._lock = threading.RLock()
 
@@ -167,9 +185,9 @@ class _Columns:
         return self._protos
 
     def make_nodes(self, graph: Graph) -> list[Node]:
-        protos = self.protos()
-        count = len(protos)
         with _bulk():
+            protos = self.protos()
+            count = len(protos)
             nodes: list[Node] = list(map(_OnnxNode.__new__, repeat(_OnnxNode, count)))
             _consume(map(_SLOT["index"], nodes, range(count)))
             _consume(map(_SLOT["graph"], nodes, repeat(graph, count)))
@@ -179,7 +197,7 @@ class _Columns:
 
     def names(self) -> list[str]:
         """Each node's name: the file's, made unique, or ``{op_type}_{i}`` when it has none."""
-        with self._lock:
+        with self._lock, _bulk():
             if self._names is None:
                 self._names, self._has_name = self._unique_names()
             return self._names
@@ -187,28 +205,42 @@ class _Columns:
     def _unique_names(self) -> tuple[list[str], list[bool]]:
         protos = self.protos()
         names = _text_column(list(map(attrgetter("name"), protos)))
-        if all(names) and len(set(names)) == len(names):
-            return names, [True] * len(names)
-        # Nameless nodes get ``{op_type}_{i}``; a repeated name (or a made-up one that
-        # collides) gets ``#1``, ``#2``... so that every node can be looked up.
-        op_types = self._op_types()
-        seen = {n for n in names if n}
-        used: set[str] = set()
-        unique: list[str] = []
-        for i, name in enumerate(names):
-            has_name = bool(name)
-            name = name or f"{op_types[i]}_{i}"
-            if name in used or (not has_name and name in seen):
-                k = 1
-                while f"{name}#{k}" in used or f"{name}#{k}" in seen:
-                    k += 1
-                name = f"{name}#{k}"
-            used.add(name)
-            unique.append(name)
-        return unique, [bool(n) for n in names]
+        has_name = list(map(bool, names))
+        counts = Counter(names)
+        if len(counts) == len(names) and "" not in counts:
+            return names, has_name
+        # A nameless node gets ``{op_type}_{i}``; a repeated name (after its first use)
+        # or a made-up one that collides gets the first free ``#1``, ``#2``... All other
+        # names stay, so only these nodes are looked at, in file order, against what is
+        # taken: every name in the file and every name made so far.
+        taken = set(counts)
+        taken.discard("")
+        next_suffix: dict[str, int] = {}
+        unique = list(names)
+        first_use: set[str] = set()
+        for i in compress(range(len(names)), [not n or counts[n] > 1 for n in names]):
+            name = names[i]
+            if name and name not in first_use:
+                first_use.add(name)  # the first node with a repeated name keeps it
+                continue
+            if not name:
+                name = f"{_s(protos[i].op_type)}_{i}"
+                if name not in taken:
+                    taken.add(name)
+                    unique[i] = name
+                    continue
+            k = next_suffix.get(name, 1)  # smaller suffixes are taken: names only get taken
+            while f"{name}#{k}" in taken:
+                k += 1
+            next_suffix[name] = k + 1
+            unique[i] = f"{name}#{k}"
+            taken.add(unique[i])
+        return unique, has_name
 
     def _op_types(self) -> list[str]:
-        return _text_column(list(map(attrgetter("op_type"), self.protos())))
+        if self._op_type_list is None:
+            self._op_type_list = _text_column(list(map(attrgetter("op_type"), self.protos())))
+        return self._op_type_list
 
     def fill(self, field: str) -> None:
         """Set ``field`` (and the fields decoded with it) on every node of the graph."""
@@ -267,16 +299,17 @@ class _Columns:
         if not any(counts):
             return values
         names = self.names()
+        op_types = self._op_types()
         ctx, path = self._ctx, self._path
         for i in compress(range(len(protos)), counts):
             n = protos[i]
             name = names[i]
             # A Constant's tensor is known by the value it produces.
-            owner = ""
-            if n.op_type == "Constant" and n.output:
-                owner = _s(n.output[0])
-            attrs = {_s(a.name): _attribute(ctx, a, name, owner, path) for a in n.attribute}
-            for attr in attrs.values():
+            owner = _s(n.output[0]) if op_types[i] == "Constant" and n.output else ""
+            attrs = {}
+            for a in n.attribute:
+                attr = _attribute(ctx, a, name, owner, path)
+                attrs[attr.name] = attr
                 if attr.kind == "GRAPH":
                     attr.value.parent = nodes[i]
                 elif attr.kind == "GRAPHS":

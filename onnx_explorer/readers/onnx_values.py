@@ -134,18 +134,21 @@ class TensorContext:
         self.files = DataFiles()
 
     def tensor(self, tp: onnx.TensorProto, name: str | None = None) -> Tensor:
+        doc = tp.doc_string
         return Tensor(
             name or _s(tp.name),
             _DTYPES.get(tp.data_type, UNDEFINED),
             tuple(tp.dims),
             self.source(tp),
-            _s(tp.doc_string),
+            doc if type(doc) is str else _s(doc),
         )
 
     def source(self, tp: onnx.TensorProto) -> TensorSource:
         if tp.data_location == _EXTERNAL:
-            ref = ExternalRef.from_entries([(_s(e.key), _s(e.value)) for e in tp.external_data])
-            return ExternalBytes(ref, self.base_dir, self.files)
+            entries = [(e.key, e.value) for e in tp.external_data]
+            if not all(type(k) is str and type(v) is str for k, v in entries):
+                entries = [(_s(k), _s(v)) for k, v in entries]  # not UTF-8
+            return ExternalBytes(ExternalRef.from_entries(entries), self.base_dir, self.files)
         if tp.HasField("raw_data"):
             if self.stripped is not None:
                 raw = tp.raw_data
