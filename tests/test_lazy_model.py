@@ -152,26 +152,38 @@ def test_function_bodies_are_lazy_too():
 
 
 def test_constant_and_initializer_tensors_read_through_lazy_nodes(tmp_path):
-    value = np.arange(300, dtype=np.float32)
+    value = np.arange(2000, dtype=np.float32)  # 8 KB: cut out, read from the file
+    small = np.arange(30, dtype=np.float32)  # 120 B: kept in the parsed proto
     nodes = [
         helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(value, "")),
         helper.make_node("Add", ["c", "w"], ["y"]),
+        helper.make_node("Add", ["y", "s"], ["z"]),
     ]
     graph = helper.make_graph(
         nodes,
         "g",
         [],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [300])],
-        [numpy_helper.from_array(value * 2, "w")],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2000])],
+        [numpy_helper.from_array(value * 2, "w"), numpy_helper.from_array(small, "s")],
     )
     path = tmp_path / "c.onnx"
     onnx.save(helper.make_model(graph), path)
     model = ox.load(path)
     weights = {w.tensor.name: w for w in model.weights()}
-    assert weights.keys() == {"c", "w"} and weights["c"].kind == "constant"
+    assert weights.keys() == {"c", "w", "s"} and weights["c"].kind == "constant"
     np.testing.assert_array_equal(weights["c"].tensor.numpy(), value)
     np.testing.assert_array_equal(weights["w"].tensor.numpy(), value * 2)
-    assert weights["c"].tensor.location.offset is not None
+    np.testing.assert_array_equal(weights["s"].tensor.numpy(), small)
+    raw = path.read_bytes()
+    for name in ("c", "w"):
+        where = weights[name].tensor.location
+        assert where.kind == "embedded" and where.offset is not None
+        assert (
+            raw[where.offset : where.offset + where.length]
+            == weights[name].tensor.numpy().tobytes()
+        )
+    kept = weights["s"].tensor.location
+    assert (kept.kind, kept.offset, kept.length) == ("embedded", None, 120)
 
 
 def test_many_nodes_with_one_name_stay_fast():

@@ -57,7 +57,7 @@ def _big_model(nodes: int = 3000) -> onnx.ModelProto:
         "g",
         [helper.make_tensor_value_info("x0", TensorProto.FLOAT, [1])],
         [helper.make_tensor_value_info(f"x{nodes}", TensorProto.FLOAT, [1])],
-        [numpy_helper.from_array(np.ones(1000, np.float32), "w"), *inits],
+        [numpy_helper.from_array(np.ones(1100, np.float32), "w"), *inits],
     )
     return helper.make_model(graph)
 
@@ -108,8 +108,8 @@ def test_fields_out_of_order_are_cut_alike(tmp_path):
     model = _big_model()
     graph = model.graph
     entries = [_ld(1, n.SerializeToString()) for n in graph.node]
-    entries.insert(5, _ld(5, graph.initializer[31].SerializeToString()))
-    del graph.initializer[31]
+    entries.insert(5, _ld(5, graph.initializer[0].SerializeToString()))  # w: 4,400 bytes
+    del graph.initializer[0]
     graph.ClearField("node")
     payload = b"".join(entries) + graph.SerializeToString()
     header = onnx.ModelProto(ir_version=model.ir_version, opset_import=model.opset_import)
@@ -119,9 +119,9 @@ def test_fields_out_of_order_are_cut_alike(tmp_path):
     assert fast.ranges == plain.ranges and fast_data == plain_data
     path = tmp_path / "out_of_order.onnx"
     path.write_bytes(data)
-    loaded = ox.load(path).graph.initializers["t30"]
+    loaded = ox.load(path).graph.initializers["w"]
     assert (loaded.location.offset, loaded.location.length) in fast.ranges
-    np.testing.assert_array_equal(loaded.numpy(), np.full(300, 30))
+    np.testing.assert_array_equal(loaded.numpy(), np.ones(1100))
 
 
 @pytest.mark.parametrize(
@@ -204,3 +204,23 @@ def test_nested_bodies_still_cut(tmp_path):
     fast, fast_data = _fast(data)
     plain, plain_data = _plain(tmp_path, data)
     assert fast.ranges == plain.ranges and fast_data == plain_data
+
+
+def test_the_onnx_reader_cuts_payloads_from_4_kb(tmp_path):
+    from onnx_explorer.readers.onnx import CUT_FROM
+
+    inits = [
+        numpy_helper.from_array(np.full(CUT_FROM // 4, 1, np.float32), "at"),
+        numpy_helper.from_array(np.full(CUT_FROM // 4 - 1, 2, np.float32), "below"),
+    ]
+    graph = helper.make_graph([], "g", [], [], inits)
+    path = tmp_path / "edge.onnx"
+    onnx.save(helper.make_model(graph), path)
+    model = ox.load(path)
+    at, below = model.graph.initializers["at"], model.graph.initializers["below"]
+    assert at.location.offset is not None and at.location.length == CUT_FROM
+    assert below.location.kind == "embedded" and below.location.offset is None
+    np.testing.assert_array_equal(below.numpy(), np.full(CUT_FROM // 4 - 1, 2))
+    # What protobuf parsed holds the small payload and a marker for the large one.
+    kept = {t.name: len(t.raw_data) for t in model.source.graph.initializer}
+    assert kept == {"at": protowire.MARKER_LENGTH, "below": CUT_FROM - 4}

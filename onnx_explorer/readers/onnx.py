@@ -22,7 +22,18 @@ from ..model import Model
 from .onnx_graph import function, graph, materialize
 from .onnx_shapes import ShapeInference
 from .onnx_values import TensorContext, _s, value_info
-from .protowire import ONNX_MODEL_SCHEMA, READ_WHOLE, Stripped, strip_file, strip_payloads
+from .protowire import ONNX_MODEL_SCHEMA, Stripped, strip_file, strip_payloads
+
+#: raw_data from this size on is cut out and read from the file; smaller payloads stay in
+#: the parsed proto. Cutting one costs a few microseconds of Python, as much as copying
+#: some 10-50 KB; what stays is a model's biases and norms (a real transformer's are
+#: 1-16 KB each and half its tensors) and weights of toy models.
+CUT_FROM = 4096
+
+#: Files up to this size are walked through the model file's map (the pages looked at are
+#: brought in; for the graph's structure that is most of a file this size); larger ones,
+#: whose weights are most of their bytes, are read only where the walk looks (protowire).
+WALK_MAPPED = 256 << 20
 
 
 def model_from_proto(
@@ -77,13 +88,12 @@ def read_onnx_file(path: Path, external_data_dir: Path | None = None) -> Model:
 
     def strip(source: Any) -> Stripped:
         try:
-            return strip_payloads(source, ONNX_MODEL_SCHEMA)
+            return strip_payloads(source, ONNX_MODEL_SCHEMA, CUT_FROM)
         except ModelFormatError as exc:
             raise ModelFormatError(f"{what} is not a valid ONNX model: {exc}") from None
 
-    if size <= READ_WHOLE:
-        # The model file's map (tensors are read through it later): the walk touches the
-        # pages it looks at, not a copy of the whole file.
+    if size <= WALK_MAPPED:
+        # The model file's map, through which tensors are read later: no copy of the file.
         stripped = strip(model_file.view(0, size))
     else:
         stripped = strip_file(model_file.path, size, strip, what)
@@ -96,7 +106,7 @@ def read_onnx_file(path: Path, external_data_dir: Path | None = None) -> Model:
 
 def read_onnx_bytes(data: bytes, external_data_dir: Path | None = None) -> Model:
     try:
-        stripped = strip_payloads(data, ONNX_MODEL_SCHEMA)
+        stripped = strip_payloads(data, ONNX_MODEL_SCHEMA, CUT_FROM)
     except ModelFormatError as exc:
         raise ModelFormatError(f"the given bytes are not a valid ONNX model: {exc}") from None
     proto = _parse(stripped.data, "the given bytes")

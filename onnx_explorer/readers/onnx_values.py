@@ -102,11 +102,13 @@ def value_info(vi: onnx.ValueInfoProto) -> ValueInfo:
 
 # -- tensors -----------------------------------------------------------------------
 class _ProtoRawBytes(BytesSource):
-    """raw_data of a TensorProto held in memory (a ModelProto passed by the caller)."""
+    """raw_data of a TensorProto held in memory: a ModelProto passed by the caller, or a
+    payload too small to be cut out of the file (``embedded``)."""
 
-    def __init__(self, tp: onnx.TensorProto) -> None:
+    def __init__(self, tp: onnx.TensorProto, kind: str = "memory", length: int = -1) -> None:
         self._tp = tp
-        self.location = TensorLocation("memory", length=len(tp.raw_data))
+        length = length if length >= 0 else len(tp.raw_data)
+        self.location = TensorLocation(kind, length=length)
 
     def buffer(self, name: str) -> Any:
         return self._tp.raw_data
@@ -158,7 +160,7 @@ class TensorContext:
                     if isinstance(self.model_file, bytes | memoryview):
                         return MemoryBytes(memoryview(self.model_file)[offset : offset + length])
                     return FileRange(self.model_file, offset, length)
-                return MemoryBytes(raw, kind="embedded")
+                return _ProtoRawBytes(tp, "embedded", len(raw))  # kept in the proto: no copy
             return _ProtoRawBytes(tp)
         return ArraySource(_typed_loader(tp), TensorLocation("typed"))
 

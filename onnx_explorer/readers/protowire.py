@@ -232,22 +232,29 @@ class _Walker:
         framing on the way.
 
         This loop is the hot path of opening a file: a graph's nodes are skipped here
-        one by one. Nearly every field is a short length-delimited one with a 1-byte
-        tag and length, skipped by the first branch.
+        one by one. Nearly every field is a length-delimited one with a 1-byte tag and
+        a 1- or 2-byte length, shorter than the threshold: the first branches skip it.
         """
         buf = self.buf
         threshold = self.threshold
-        short = 0x80 if threshold >= 0x80 else 0  # lengths below this are always skipped
+        short = 0x80 if threshold >= 0x80 else 0  # 1-byte lengths are always skipped
         wanted = schema.cut | schema.children.keys()
         found: list[_Field] = []
         pos = start
-        last = end - 1
-        while pos < last:
+        last = end - 2  # the fast branches read up to 3 bytes
+        while pos < end:
             tag = buf[pos]
-            length = buf[pos + 1]
-            if tag & 0x87 == 2 and length < short:  # 1-byte tag, wire type 2, 1-byte length
-                pos += 2 + length
-                continue
+            if tag & 0x87 == 2 and pos < last:  # 1-byte tag, wire type 2
+                length = buf[pos + 1]
+                if length < short:
+                    pos += 2 + length
+                    continue
+                high = buf[pos + 2]
+                if high < 0x80:
+                    length = length & 0x7F | high << 7
+                    if length < threshold:
+                        pos += 3 + length
+                        continue
             field_start = pos
             if tag < 0x80:
                 pos += 1
@@ -275,9 +282,6 @@ class _Walker:
                 raise ModelFormatError(
                     f"unsupported protobuf wire type {wire} at offset {field_start}"
                 )
-        if pos == last:  # a 1-byte field cannot be; let the general path say why
-            _varint(buf, pos, end)
-            raise ModelFormatError(f"truncated file: field at offset {pos} is cut off")
         if pos > end:
             raise ModelFormatError(f"truncated file: a field before offset {end} is cut off")
         return found
