@@ -9,6 +9,8 @@ costs about what parsing costs.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
 from pathlib import Path
 from typing import Any
@@ -78,6 +80,16 @@ def _parse(data: bytes, what: str) -> onnx.ModelProto:
     return proto
 
 
+def _forget_pages(view: memoryview) -> None:
+    """Unmap the pages of the model file the walk and the parse touched: they stay in the
+    page cache, out of this process's resident memory, until a tensor is read."""
+    target = view.obj
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if isinstance(target, mmap.mmap) and advice is not None:
+        with contextlib.suppress(OSError, ValueError):
+            target.madvise(advice)
+
+
 def read_onnx_file(path: Path, external_data_dir: Path | None = None) -> Model:
     files = DataFiles()
     model_file = files.get(Path(os.path.realpath(path)))
@@ -94,10 +106,14 @@ def read_onnx_file(path: Path, external_data_dir: Path | None = None) -> Model:
 
     if size <= WALK_MAPPED:
         # The model file's map, through which tensors are read later: no copy of the file.
-        stripped = strip(model_file.view(0, size))
+        view = model_file.view(0, size)
+        stripped = strip(view)
+        proto = _parse(stripped.data, what)
+        _forget_pages(view)
     else:
         stripped = strip_file(model_file.path, size, strip, what)
-    proto = _parse(stripped.data, repr(str(path)))
+        proto = _parse(stripped.data, what)
+    stripped.data = b""  # parsed: the markers' ranges are what is left to use
     base_dir = Path(external_data_dir) if external_data_dir is not None else path.parent
     return model_from_proto(
         proto, path=path, base_dir=base_dir, stripped=stripped, model_file=model_file, files=files
@@ -110,6 +126,7 @@ def read_onnx_bytes(data: bytes, external_data_dir: Path | None = None) -> Model
     except ModelFormatError as exc:
         raise ModelFormatError(f"the given bytes are not a valid ONNX model: {exc}") from None
     proto = _parse(stripped.data, "the given bytes")
+    stripped.data = b""
     base = Path(external_data_dir) if external_data_dir is not None else None
     model = model_from_proto(proto, base_dir=base, stripped=stripped, model_file=data)
     model.source_bytes = data
