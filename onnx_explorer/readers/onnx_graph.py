@@ -256,6 +256,8 @@ class _Columns:
                 _consume(map(_SLOT["name"], nodes, names))
                 _consume(map(_SLOT["has_file_name"], nodes, self._has_name))
                 self._done |= {"name", "has_file_name"}
+                if self._done >= _FIELDS:
+                    self._protos = None
                 return
             if field in ("control_inputs", "device"):
                 values = repeat(() if field == "control_inputs" else "", count)
@@ -273,6 +275,8 @@ class _Columns:
                 raise AttributeError(field)
             _consume(map(_SLOT[field], nodes, values))
             self._done.add(field)
+            if self._done >= _FIELDS:  # every field read: the parsed nodes are not needed
+                self._protos = None
 
     def _tuples(self, proto_field: str) -> list[tuple[str, ...]]:
         values = list(map(tuple, map(attrgetter(proto_field), self.protos())))

@@ -54,12 +54,14 @@ def onnx_dtype(elem_type: int) -> DType:
     return _DTYPES.get(elem_type, UNDEFINED)
 
 
+# TensorProto.DataType → ONNX's own short names, looked up once.
+_ELEM_NAMES = {code: name.lower() for name, code in onnx.TensorProto.DataType.items()}
+
+
 def onnx_elem_name(elem_type: int) -> str:
     """ONNX's own short name for an element type, as in ``tensor(float)``."""
-    try:
-        return onnx.TensorProto.DataType.Name(elem_type).lower()
-    except ValueError:
-        return f"unknown({elem_type})"
+    name = _ELEM_NAMES.get(elem_type)
+    return name if name is not None else f"unknown({elem_type})"
 
 
 # -- types -------------------------------------------------------------------------
