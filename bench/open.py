@@ -380,9 +380,13 @@ profile.disable()
 stats = pstats.Stats(profile)
 total = sum(row[2] for row in stats.stats.values())
 rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:5]
+def label(func):
+    path, line, name = func
+    if path == "~":  # a builtin: "<method 'join' of 'bytes' objects>"
+        return name.strip("<>")
+    return f"{path.split('site-packages/')[-1].split('onnx_explorer/')[-1]}:{line} {name}"
 top = [
-    {"function": f"{func[0].split('site-packages/')[-1].split('onnx_explorer/')[-1]}:{func[1]}"
-     f"({func[2]})", "calls": row[1], "own_s": row[2], "cumulative_s": row[3]}
+    {"function": label(func), "calls": row[1], "own_s": row[2], "cumulative_s": row[3]}
     for func, row in rows
 ]
 print("@@bench-report " + json.dumps({"top": top, "total_s": total}), flush=True)

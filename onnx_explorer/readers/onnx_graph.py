@@ -255,9 +255,7 @@ class _Columns:
                 assert self._has_name is not None
                 _consume(map(_SLOT["name"], nodes, names))
                 _consume(map(_SLOT["has_file_name"], nodes, self._has_name))
-                self._done |= {"name", "has_file_name"}
-                if self._done >= _FIELDS:
-                    self._protos = None
+                self._finished("name", "has_file_name")
                 return
             if field in ("control_inputs", "device"):
                 values = repeat(() if field == "control_inputs" else "", count)
@@ -274,9 +272,12 @@ class _Columns:
             else:  # pragma: no cover - _FIELDS lists exactly the fields above
                 raise AttributeError(field)
             _consume(map(_SLOT[field], nodes, values))
-            self._done.add(field)
-            if self._done >= _FIELDS:  # every field read: the parsed nodes are not needed
-                self._protos = None
+            self._finished(field)
+
+    def _finished(self, *fields: str) -> None:
+        self._done.update(fields)
+        if self._done >= _FIELDS:  # every field read: the parsed nodes are not needed
+            self._protos = None
 
     def _tuples(self, proto_field: str) -> list[tuple[str, ...]]:
         values = list(map(tuple, map(attrgetter(proto_field), self.protos())))
