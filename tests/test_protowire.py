@@ -224,3 +224,28 @@ def test_the_onnx_reader_cuts_payloads_from_4_kb(tmp_path):
     # What protobuf parsed holds the small payload and a marker for the large one.
     kept = {t.name: len(t.raw_data) for t in model.source.graph.initializer}
     assert kept == {"at": protowire.MARKER_LENGTH, "below": CUT_FROM - 4}
+
+
+def test_bodies_nested_as_deep_as_protobuf_allows_still_cut(tmp_path):
+    # If inside If, 32 deep (protobuf's parser refuses 33), a cut tensor at the bottom.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["w"], ["o"])],
+        "b",
+        [],
+        [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones(2000, np.float32), "w")],
+    ).SerializeToString()
+    for i in range(32):
+        attribute = _ld(1, b"then_branch") + _ld(6, body) + bytes([0xA0, 0x01, 5])  # type GRAPH
+        node = _ld(1, b"c") + _ld(2, b"o") + _ld(4, b"If") + _ld(5, attribute)
+        body = _ld(1, node) + _ld(2, b"b%d" % i)
+    data = bytes([0x08, 8]) + _ld(7, body)  # ir_version 8, graph
+    fast, fast_data = _fast(data)
+    plain, plain_data = _plain(tmp_path, data)
+    assert len(fast.ranges) == 1 and fast.ranges == plain.ranges and fast_data == plain_data
+    path = tmp_path / "deep.onnx"
+    path.write_bytes(data)
+    model = ox.load(path)
+    deepest = list(model.graphs())[-1]
+    np.testing.assert_array_equal(deepest.initializers["w"].numpy(), np.ones(2000))
+    assert deepest.model is model
