@@ -510,8 +510,8 @@ class Model:
         # The format's own type inference, set by the reader (may be slow: callers cache).
         self.type_inference = type_inference
         self._graphs: dict[str, Graph] | None = None
-        for g in (graph, *(f.graph for f in functions)):
-            g.model = self  # If/Loop/Scan bodies find it through their parent node
+        for g in _built_graphs([graph, *(f.graph for f in functions)]):
+            g.model = self  # bodies built later find it through their parent node
 
     def __repr__(self) -> str:
         where = f" {self.path.name!r}" if self.path else ""
@@ -592,6 +592,17 @@ class Model:
     @property
     def nodes_total(self) -> int:
         return sum(len(g.nodes) for g in self.graphs())
+
+
+def _built_graphs(roots: list[Graph]) -> Iterator[Graph]:
+    """``roots`` and the bodies under them that exist already (a deferred graph makes its
+    bodies when its nodes' attributes are first read)."""
+    stack = list(roots)
+    while stack:
+        current = stack.pop()
+        yield current
+        if current._parts is None:
+            stack.extend(g for node in current.nodes for _, g in node.subgraphs())
 
 
 def _walk_graphs(graph: Graph) -> Iterator[Graph]:

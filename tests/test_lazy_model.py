@@ -198,3 +198,11 @@ def test_many_nodes_with_one_name_stay_fast():
     assert names[:3] == ["same", "same#1", "same#2"] and names[19999] == "same#19999"
     assert names[20000:] == ["Relu_20000", "Relu_20001", "Relu_20002"]
     assert len(set(names)) == len(names)
+
+
+def test_hand_built_bodies_still_get_their_model():
+    body = Graph("body", [Node("inner", "Relu", inputs=("x",), outputs=("y",))], (), (), {})
+    attr = ox.Attribute("then_branch", "GRAPH", body)
+    node = Node("if", "If", inputs=("c",), outputs=("y",), attributes={"then_branch": attr})
+    model = ox.Model(Graph("main", [node], (), (), {}), format="onnx")
+    assert body.model is model and [g.name for g in model.graphs()] == ["main", "body"]
