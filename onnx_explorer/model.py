@@ -200,7 +200,55 @@ def _load_values(graph: Graph, parts: GraphParts) -> None:
 
 
 def _load_initializers(graph: Graph, parts: GraphParts) -> None:
-    graph.initializers = MappingProxyType(dict(parts.initializers()))
+    found = parts.initializers()
+    graph.initializers = (
+        found if isinstance(found, TensorsOnDemand) else MappingProxyType(dict(found))
+    )
+
+
+class TensorsOnDemand(Mapping[str, Tensor]):
+    """A read-only name → tensor mapping whose tensors are made when first looked up.
+
+    A 100,000-node graph has some 50,000 initializers; making every :class:`Tensor`
+    costs most of a second, and a first view needs only the names, the element counts
+    (:meth:`element_count`, from the shapes alone) and the few tensors it labels.
+    """
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        make: Callable[[int], Tensor],
+        element_count: Callable[[int], int],
+    ) -> None:
+        self._position = dict(zip(names, range(len(names))))  # a repeated name: the last wins
+        self._make = make
+        self._count = element_count
+        self._made: dict[str, Tensor] = {}
+        self._lock = threading.Lock()  # one Tensor per name, whichever thread asks first
+
+    def __getitem__(self, name: str) -> Tensor:
+        tensor = self._made.get(name)
+        if tensor is None:
+            position = self._position[name]  # KeyError for an unknown name
+            with self._lock:
+                tensor = self._made.get(name)
+                if tensor is None:
+                    tensor = self._made[name] = self._make(position)
+        return tensor
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._position
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._position)
+
+    def __len__(self) -> int:
+        return len(self._position)
+
+    def element_count(self, name: str) -> int:
+        """Elements of the tensor ``name`` (its shape's product) without making it."""
+        tensor = self._made.get(name)
+        return tensor.size if tensor is not None else self._count(self._position[name])
 
 
 def _load_sparse(graph: Graph, parts: GraphParts) -> None:

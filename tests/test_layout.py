@@ -83,13 +83,14 @@ def test_a_newer_request_kills_the_stale_dot(tmp_path, monkeypatch):
         status = Path(f"/proc/{pid}/status")
         return not status.exists() or "zombie" in status.read_text()
 
-    assert _wait_until(lambda: gone(first))
+    assert _wait_until(lambda: gone(first), 30)
     for k in range(2, 6):
         view.expand(f"enc/layer.{k}")
-    assert _wait_until(lambda: live_processes() <= 2)  # one request left (two ranking modes)
+    assert _wait_until(lambda: live_processes() <= 2, 30)  # one request left (two modes)
     view.close()
-    assert _wait_until(lambda: live_processes() == 0)
-    assert all(gone(int(pid)) for pid in pids.read_text().split())
+    # A layout thread still building its DOT at close() starts dot and kills it at once.
+    assert _wait_until(lambda: live_processes() == 0, 30)
+    assert _wait_until(lambda: all(gone(int(pid)) for pid in pids.read_text().split()), 30)
 
 
 def test_a_slow_plan_falls_back_to_a_cheaper_picture_with_a_note(tmp_path, monkeypatch):

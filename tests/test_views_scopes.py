@@ -241,3 +241,35 @@ def test_render_command_reports_what_it_drew(tmp_path, capsys):
     assert report["focus"] == "/model/layers.7/Add_3" and report["drawn"] == 3
     assert main(["render", str(path), "-o", str(tmp_path / "view.txt")]) == 1
     assert "use a .svg, .png or .dot name" in capsys.readouterr().err
+
+
+def test_a_first_view_makes_only_the_tensors_it_labels(tmp_path):
+    # 300 layers with a weight each: the view counts their parameters from the shapes and
+    # makes Tensor objects only for the few weights folded into the nodes it draws.
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from onnx_explorer.model import TensorsOnDemand
+    from onnx_explorer.views.dot import build_dot
+    from onnx_explorer.views.scopes import scope_tree
+
+    nodes, inits, prev = [], [], "x"
+    for k in range(300):
+        inits.append(numpy_helper.from_array(np.ones((4, 4), np.float32), f"w{k}"))
+        nodes.append(helper.make_node("MatMul", [prev, f"w{k}"], [f"h{k}"], name=f"/m/l{k}/MatMul"))
+        prev = f"h{k}"
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [4, 4])], inits,
+    )  # fmt: skip
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph), path)
+    model = ox.load(path)
+    stored = model.graph.initializers
+    assert isinstance(stored, TensorsOnDemand) and len(stored) == 300 and "w7" in stored
+    build_dot(model.graph, model, max_nodes=60, first_view_nodes=60)  # all in scope boxes
+    assert scope_tree(model.graph).root.param_count == 300 * 16
+    assert len(stored._made) == 0  # counted from shapes, none made
+    build_dot(model.graph, model, focus="/m/l7/MatMul", hops=1)  # three MatMuls drawn
+    assert set(stored._made) == {"w6", "w7", "w8"}  # only the weights folded into them
+    assert stored["w7"] is stored["w7"] and stored["w7"].size == 16

@@ -13,6 +13,7 @@ parsed messages, not of a Python loop per node.
 from __future__ import annotations
 
 import gc
+import math
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -24,7 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 import onnx
 
-from ..model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueInfo
+from ..model import (
+    Attribute,
+    Function,
+    Graph,
+    Model,
+    Node,
+    SparseTensor,
+    TensorsOnDemand,
+    ValueInfo,
+)
 from ..tensors import Tensor
 from .onnx_values import TensorContext, _s, type_string, value_info
 
@@ -352,9 +362,14 @@ class _GraphParts:
         return declared, true_inputs, tuple(value_info(vi) for vi in g.output)
 
     def initializers(self) -> Mapping[str, Tensor]:
-        tensor = self._ctx.tensor
-        with _bulk():
-            return {_s(t.name): tensor(t) for t in self._proto.initializer}
+        protos = self._proto.initializer
+        names = _text_column(list(map(attrgetter("name"), protos)))
+        make = self._ctx.tensor
+        return TensorsOnDemand(
+            names,
+            lambda i: make(protos[i]),
+            lambda i: math.prod(protos[i].dims),
+        )
 
     def sparse_initializers(self) -> Mapping[str, SparseTensor]:
         return {_s(s.values.name): self._ctx.sparse(s) for s in self._proto.sparse_initializer}

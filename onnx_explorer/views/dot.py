@@ -378,16 +378,13 @@ class _Builder:
         # Files list attributes in any order (onnx.helper sorts them): put "then" first.
         subgraphs = sorted(node.subgraphs(), key=lambda item: _BODY_ORDER.get(item[0], 9))
         found = [
-            {"kind": "subgraph", "label": as_text(attr), "path": g.path}
-            for attr, g in subgraphs
+            {"kind": "subgraph", "label": as_text(attr), "path": g.path} for attr, g in subgraphs
         ]
         if self.model is not None:
             function = self.model.function_for(node)
             if function is not None:
                 label = "function " + as_text(function.name)
-                found.append(
-                    {"kind": "function", "label": label, "path": function.graph.path}
-                )
+                found.append({"kind": "function", "label": label, "path": function.graph.path})
         return found
 
     def _folded_line(self, node: Node, slot: int, value: str) -> tuple[str, str]:

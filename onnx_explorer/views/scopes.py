@@ -179,7 +179,16 @@ class ScopeTree:
         folded = index.folded_nodes
         params = self.node_params
         seen: set[int] = set()  # a tensor shared by several nodes counts once
+        seen_names: set[str] = set()
+        initializers = graph.initializers
+        counted = getattr(initializers, "element_count", None)  # counts without making tensors
         for value, node_index in index.first_consumer.items():
+            if counted is not None and value in initializers:
+                # One name, one tensor: shared use is still counted once, by name.
+                if value not in seen_names:
+                    seen_names.add(value)
+                    params[node_index] = params.get(node_index, 0) + counted(value)
+                continue
             stored = index.stored_value(graph, value)
             if isinstance(stored, Tensor) and id(stored) not in seen:
                 seen.add(id(stored))
