@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -199,6 +199,13 @@ def _load_values(graph: Graph, parts: GraphParts) -> None:
     graph.declared_inputs, graph.inputs, graph.outputs = parts.values()
 
 
+def _decoded_fields(graph: Graph) -> frozenset[str]:
+    """Node fields a deferred graph has decoded already (a reader's detail; may be empty)."""
+    parts = graph.__dict__.get("_parts")
+    done = getattr(parts, "decoded_fields", None)
+    return frozenset(done()) if done is not None else frozenset()
+
+
 def _load_initializers(graph: Graph, parts: GraphParts) -> None:
     found = parts.initializers()
     graph.initializers = (
@@ -339,6 +346,31 @@ class Graph:
                 if name not in self.__dict__:
                     load(self, parts)
             return self.__dict__[name]
+
+    def nodes_with_bodies(self) -> frozenset[int]:
+        """Indices of the nodes holding If/Loop/Scan bodies (GRAPH or GRAPHS attributes).
+
+        A deferred graph answers from the parsed file without decoding any attribute.
+        """
+        parts = self.__dict__.get("_parts")
+        quick = getattr(parts, "nodes_with_bodies", None)
+        if quick is not None and "attributes" not in _decoded_fields(self):
+            return frozenset(quick())
+        return frozenset(node.index for node in self.nodes if node.subgraphs())
+
+    def constant_element_counts(self, indices: Iterable[int]) -> dict[int, int]:
+        """Elements of the first tensor attribute of each node in ``indices`` (a Constant's
+        value), without decoding attributes where the reader can tell from the file."""
+        parts = self.__dict__.get("_parts")
+        quick = getattr(parts, "constant_element_counts", None)
+        if quick is not None and "attributes" not in _decoded_fields(self):
+            return dict(quick(indices))
+        counts: dict[int, int] = {}
+        for i in indices:
+            found = self.nodes[i].tensors()
+            if found:
+                counts[i] = found[0][1].size
+        return counts
 
     @property
     def model(self) -> Model | None:

@@ -16,7 +16,7 @@ import gc
 import math
 import threading
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import chain, compress, repeat
 from operator import attrgetter
@@ -337,6 +337,23 @@ class _Columns:
 _FIELDS = frozenset(Node.__slots__) - {"index", "graph"}
 
 
+_BODY_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+
+def _first_tensor_elements(a: onnx.AttributeProto) -> int | None:
+    """Elements of the tensor an attribute holds first (the order of ``Node.tensors()``)."""
+    kind = a.type
+    if kind == onnx.AttributeProto.TENSOR:
+        return math.prod(a.t.dims)
+    if kind == onnx.AttributeProto.TENSORS and a.tensors:
+        return math.prod(a.tensors[0].dims)
+    if kind == onnx.AttributeProto.SPARSE_TENSOR:
+        return math.prod(a.sparse_tensor.values.dims)
+    if kind == onnx.AttributeProto.SPARSE_TENSORS and a.sparse_tensors:
+        return math.prod(a.sparse_tensors[0].values.dims)
+    return None
+
+
 # -- graphs ------------------------------------------------------------------------
 class _GraphParts:
     """The parts of a graph read from a ``GraphProto`` (see :class:`~..model.GraphParts`)."""
@@ -351,6 +368,29 @@ class _GraphParts:
 
     def node_names(self) -> Sequence[str]:
         return self._columns.names()
+
+    def decoded_fields(self) -> frozenset[str]:
+        return frozenset(self._columns._done)
+
+    def nodes_with_bodies(self) -> list[int]:
+        """Nodes with a GRAPH/GRAPHS attribute, read off the parsed file (no decoding)."""
+        protos = self._columns.protos()
+        counts = map(len, map(attrgetter("attribute"), protos))
+        return [
+            i
+            for i in compress(range(len(protos)), counts)
+            if any(a.type in _BODY_TYPES for a in protos[i].attribute)
+        ]
+
+    def constant_element_counts(self, indices: Iterable[int]) -> Iterator[tuple[int, int]]:
+        """(node, elements of its first tensor attribute), as ``Node.tensors()[0]`` would say."""
+        protos = self._columns.protos()
+        for i in indices:
+            for a in protos[i].attribute:
+                count = _first_tensor_elements(a)
+                if count is not None:
+                    yield i, count
+                    break
 
     def values(self) -> tuple[tuple[ValueInfo, ...], tuple[ValueInfo, ...], tuple[ValueInfo, ...]]:
         g = self._proto

@@ -186,6 +186,7 @@ def build_index(graph: Graph) -> GraphIndex:
     add = edges.append
     # tuple.__new__ skips NamedTuple's Python-level __new__: 200,000 edges at 100k nodes.
     new = tuple.__new__
+    with_bodies = graph.nodes_with_bodies()  # without decoding every node's attributes
     for i, node in enumerate(nodes):
         for slot, value in enumerate(node.inputs):
             if not value:
@@ -200,7 +201,7 @@ def build_index(graph: Graph) -> GraphIndex:
                 add(new(Edge, (FROM_INPUT, input_pos[value], i, value, False, False)))
             else:
                 add(new(Edge, (FROM_OUTER, value, i, value, False, False)))
-        if node.attributes:  # only nodes with attributes can carry If/Loop/Scan bodies
+        if i in with_bodies:
             _add_captured(node, i, producers, folded_nodes, stored, input_pos, add)
         for name in node.control_inputs:
             src_node = _resolve_control(graph, name)

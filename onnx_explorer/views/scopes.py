@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from ..model import Graph
 from ..tensors import Tensor
-from .index import GraphIndex, constant_tensor, graph_index, paused_gc
+from .index import GraphIndex, graph_index, paused_gc
 from .quoting import as_text
 
 #: Most items (drawn nodes + child scopes) a scope shows when expanded.
@@ -193,11 +193,9 @@ class ScopeTree:
             if isinstance(stored, Tensor) and id(stored) not in seen:
                 seen.add(id(stored))
                 params[node_index] = params.get(node_index, 0) + stored.size
-        for i in folded:  # a constant's tensor counts where the Constant node sits
-            tensor = constant_tensor(graph.nodes[i])
-            if tensor is not None and id(tensor) not in seen:
-                seen.add(id(tensor))
-                params[i] = params.get(i, 0) + tensor.size
+        # A constant's tensor counts where the Constant node sits (each node holds its own).
+        for i, count in graph.constant_element_counts(sorted(folded)).items():
+            params[i] = params.get(i, 0) + count
         # Direct parameters and folded members per scope from the (few) nodes that have them,
         # not from a pass over every member of every scope.
         direct_params: dict[int, int] = {}
