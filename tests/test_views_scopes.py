@@ -273,3 +273,19 @@ def test_a_first_view_makes_only_the_tensors_it_labels(tmp_path):
     build_dot(model.graph, model, focus="/m/l7/MatMul", hops=1)  # three MatMuls drawn
     assert set(stored._made) == {"w6", "w7", "w8"}  # only the weights folded into them
     assert stored["w7"] is stored["w7"] and stored["w7"].size == 16
+
+
+def test_one_nodes_attributes_are_read_alone_and_bodies_stay_one_object(tmp_path):
+    # A view reads the attributes of the few nodes it draws; reading every node's later
+    # must give the very same attribute objects (an If body is one Graph either way).
+    from builders import nested_if
+
+    path = tmp_path / "if.onnx"
+    onnx.save(nested_if(2), path)
+    model = ox.load(path)
+    node = model.graph.nodes[0]
+    body = node.attributes["then_branch"].value  # this node alone
+    assert body.parent is node and body.model is model
+    assert all(n.attributes is not None for n in model.graph.nodes)  # every node's now
+    assert node.attributes["then_branch"].value is body
+    assert model.graph_at("/If/then_branch") is body

@@ -164,6 +164,8 @@ class _OnnxNode(Node):
 
         def __getattr__(self, name: str) -> Any:
             # Reached only for a slot not filled yet (and for names nodes do not have).
+            if name == "attributes":  # one node's: a view draws a few hundred of 100,000
+                return self._columns.attributes_of(self)
             if name in _FIELDS:
                 self._columns.fill(name)
                 return object.__getattribute__(self, name)
@@ -188,6 +190,9 @@ class _Columns:
         self._op_type_list: list[str] | None = None
         self._done: set[str] = set()
         self._lock = threading.RLock()
+        # Attributes decoded node by node before the whole column was: the column reuses
+        # them, so a body graph is one object however it was first reached.
+        self._attribute_cache: dict[int, Mapping[str, Attribute]] = {}
 
     def protos(self) -> list[Any]:
         if self._protos is None:
@@ -306,31 +311,46 @@ class _Columns:
             values[i] = MappingProxyType({_s(p.key): _s(p.value) for p in entries})
         return values
 
+    def attributes_of(self, node: Node) -> Mapping[str, Attribute]:
+        """One node's attributes, decoded alone unless the whole column is done."""
+        with self._lock, _bulk():
+            i = node.index
+            if "attributes" not in self._done and i not in self._attribute_cache:
+                self._attribute_cache[i] = self._node_attributes(i)
+            if "attributes" not in self._done:
+                _SLOT["attributes"](node, self._attribute_cache[i])
+        return object.__getattribute__(node, "attributes")  # type: ignore[no-any-return]
+
+    def _node_attributes(self, i: int) -> Mapping[str, Attribute]:
+        n = self.protos()[i]
+        if not n.attribute:
+            return _EMPTY
+        node = self._nodes[i]
+        name = self.names()[i]
+        # A Constant's tensor is known by the value it produces.
+        owner = _s(n.output[0]) if self._op_types()[i] == "Constant" and n.output else ""
+        attrs = {}
+        for a in n.attribute:
+            attr = _attribute(self._ctx, a, name, owner, self._path)
+            attrs[attr.name] = attr
+            if attr.kind == "GRAPH":
+                attr.value.parent = node
+            elif attr.kind == "GRAPHS":
+                for body in attr.value:
+                    body.parent = node
+        return MappingProxyType(attrs)
+
     def _attributes(self) -> list[Mapping[str, Attribute]]:
         protos = self.protos()
-        nodes = self._nodes
         values: list[Mapping[str, Attribute]] = [_EMPTY] * len(protos)
         counts = list(map(len, map(attrgetter("attribute"), protos)))
         if not any(counts):
             return values
-        names = self.names()
-        op_types = self._op_types()
-        ctx, path = self._ctx, self._path
+        self.names()  # once, before the loop
+        cache = self._attribute_cache
         for i in compress(range(len(protos)), counts):
-            n = protos[i]
-            name = names[i]
-            # A Constant's tensor is known by the value it produces.
-            owner = _s(n.output[0]) if op_types[i] == "Constant" and n.output else ""
-            attrs = {}
-            for a in n.attribute:
-                attr = _attribute(ctx, a, name, owner, path)
-                attrs[attr.name] = attr
-                if attr.kind == "GRAPH":
-                    attr.value.parent = nodes[i]
-                elif attr.kind == "GRAPHS":
-                    for body in attr.value:
-                        body.parent = nodes[i]
-            values[i] = MappingProxyType(attrs)
+            found = cache.get(i)
+            values[i] = found if found is not None else self._node_attributes(i)
         return values
 
 
