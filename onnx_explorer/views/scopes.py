@@ -31,6 +31,9 @@ import weakref
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
+
+import numpy as np
 
 from ..model import Graph
 from ..tensors import Tensor
@@ -101,7 +104,8 @@ class ScopeTree:
         self.by_path: dict[str, Scope] = {"": self.root}
         self.node_scope: list[Scope] = []  # node index → the scope it sits in directly
         self.node_params: dict[int, int] = {}  # node index → parameters folded into it
-        self._op_names: list[str] | None = None  # op type per node, for ops()
+        self._ops_table: _OpTable | None = None  # for ops(), made when first asked
+        self._ops_table_made = False  # (None then means: too big, sum children instead)
         self._build(graph, index)
         self._count(graph, index)
         for scope in list(self.root.walk()):
@@ -121,16 +125,54 @@ class ScopeTree:
         return None
 
     def ops(self, graph: Graph, scope: Scope) -> Counter[str]:
-        """Operator counts of a scope's subtree (computed when first asked for, from the
-        children's counts, so asking for every box of a view costs one pass in all)."""
+        """Operator counts of a scope's subtree (computed when first asked for).
+
+        One table serves every scope: node counts per (scope, operator) summed along the
+        tree's preorder, where each subtree is a contiguous run of rows, so a scope's
+        counts are one subtraction of two rows (100,000 nodes: 0.28 s → a few ms each).
+        """
         if scope._ops is None:
-            if self._op_names is None:
-                self._op_names = [as_text(node.op_type) for node in graph.nodes]
-            counts = Counter(map(self._op_names.__getitem__, scope.nodes))
-            for child in scope.children:
-                counts.update(self.ops(graph, child))
-            scope._ops = counts
+            table = self._op_table(graph)
+            if table is None:  # too many scopes × operators for a table: sum the children's
+                names = [as_text(node.op_type) for node in graph.nodes]
+                counts = Counter(map(names.__getitem__, scope.nodes))
+                for child in scope.children:
+                    counts.update(self.ops(graph, child))
+                scope._ops = counts
+                return counts
+            start, end = table.span[id(scope)]
+            row = table.prefix[end] - table.prefix[start]
+            names = table.op_names
+            scope._ops = Counter({names[k]: int(row[k]) for k in np.flatnonzero(row)})
         return scope._ops
+
+    def _op_table(self, graph: Graph) -> _OpTable | None:
+        if not self._ops_table_made:
+            with paused_gc():  # tens of thousands of small tuples: no collection midway
+                self._ops_table = self._make_op_table(graph)
+            self._ops_table_made = True
+        return self._ops_table
+
+    def _make_op_table(self, graph: Graph) -> _OpTable | None:
+        order = list(self.root.walk())  # preorder: a subtree is a run of rows
+        row_of = {id(scope): k for k, scope in enumerate(order)}
+        # Maps at C speed: a Python expression per node costs ~0.1 s at 100,000 nodes.
+        raw_ops = list(map(attrgetter("op_type"), graph.nodes))
+        codes = {op: k for k, op in enumerate(dict.fromkeys(raw_ops))}
+        if (len(order) + 1) * len(codes) > _OP_TABLE_CELLS:
+            return None
+        op_code = np.fromiter(map(codes.__getitem__, raw_ops), np.int64, len(raw_ops))
+        rows = np.fromiter(
+            map(row_of.__getitem__, map(id, self.node_scope)), np.int64, len(raw_ops)
+        )
+        counts = np.zeros((len(order) + 1, max(len(codes), 1)), dtype=np.int32)
+        np.add.at(counts, (rows + 1, op_code), 1)
+        size: dict[int, int] = {}
+        for scope in reversed(order):
+            size[id(scope)] = 1 + sum(size[id(child)] for child in scope.children)
+        span = {id(scope): (k, k + size[id(scope)]) for k, scope in enumerate(order)}
+        names = [as_text(op) for op in codes]  # distinct ops only
+        return _OpTable(names, np.cumsum(counts, axis=0), span)
 
     # -- building ---------------------------------------------------------------
     def _scope_for(self, prefix: str) -> Scope:
@@ -357,6 +399,17 @@ def _list_entries(text: str) -> list[str]:
     if isinstance(parsed, list | tuple):
         return [e for e in parsed if isinstance(e, str)]
     return []
+
+
+#: Largest (scopes × operators) table for ops(): 16 M cells of int32 is 64 MB.
+_OP_TABLE_CELLS = 16_000_000
+
+
+@dataclass(frozen=True)
+class _OpTable:
+    op_names: list[str]  # column → operator
+    prefix: np.ndarray  # row k: counts of the first k scopes in preorder (row 0: zeros)
+    span: dict[int, tuple[int, int]]  # id(scope) → rows [start, end) of its subtree
 
 
 def _first_index(scope: Scope) -> int:
