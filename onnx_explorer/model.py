@@ -690,7 +690,9 @@ def _walk_graphs(graph: Graph) -> Iterator[Graph]:
     while stack:
         current = stack.pop()
         yield current
-        children = [g for node in current.nodes for _, g in node.subgraphs()]
+        # Only the nodes that hold bodies: asking every node would decode every attribute.
+        nodes = current.nodes
+        children = [g for i in sorted(current.nodes_with_bodies()) for _, g in nodes[i].subgraphs()]
         stack.extend(reversed(children))
 
 
