@@ -57,7 +57,7 @@ class GraphView(anywidget.AnyWidget):
     notes = traitlets.List(traitlets.Unicode()).tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
     busy = traitlets.Unicode("").tag(sync=True)  # what is being laid out; "" when idle
-    busy_since = traitlets.Float(0.0).tag(sync=True)  # epoch ms, for the elapsed time
+    busy_since = traitlets.Float(0.0).tag(sync=True)  # epoch ms: a new layout restarts the clock
     height = traitlets.Unicode("").tag(sync=True)  # CSS height of the pane; "": follows the page
     graph_path = traitlets.Unicode("/").tag(sync=True)
     expanded = traitlets.List(traitlets.Unicode()).tag(sync=True)
