@@ -119,11 +119,13 @@ def outer_names(graph: Graph) -> tuple[str, ...]:
     defined = set(graph.initializers) | set(graph.sparse_initializers)
     defined.update(info.name for info in graph.declared_inputs)
     found: dict[str, None] = {}
+    with_bodies = graph.nodes_with_bodies()  # without decoding every node's attributes
     for node in graph.nodes:
         for value in node.inputs:
             if value and value not in defined:
                 found[value] = None
-        for _attr, body in node.subgraphs():
+        bodies = node.subgraphs() if node.index in with_bodies else ()
+        for _attr, body in bodies:
             for value in outer_names(body):
                 if value not in defined:
                     found[value] = None
