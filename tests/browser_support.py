@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -272,3 +274,41 @@ def trust_notebook(path: Path, home: Path) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     nb = nbformat.read(path, as_version=4)
     NotebookNotary(data_dir=str(data_dir)).sign(nb)
+
+
+# -- driving the notebook page ---------------------------------------------------------
+ALL_CELLS_RAN = """() => {
+  const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+    .map(e => e.textContent.trim());
+  return prompts.length > 0 && prompts.every(t => /^\\[\\d+\\]:$/.test(t));
+}"""
+
+
+class Steps:
+    """Screenshots numbered in the order taken, so a failure shows how far the test got."""
+
+    def __init__(self, page: Any, directory: Path) -> None:
+        self.page = page
+        self.directory = directory
+        self.count = 0
+
+    def shot(self, name: str, widget: Any = None, focus: Any = None) -> None:
+        """The page (scrolled to ``focus``), and the ``widget`` alone when given."""
+        self.count += 1
+        path = self.directory / f"{self.count:02d}-{name}.png"
+        if focus is not None:
+            focus.scroll_into_view_if_needed()
+        self.page.screenshot(path=str(path))
+        if widget is not None:
+            widget.screenshot(path=str(path.with_name(path.stem + "-widget.png")))
+
+
+def run_all_cells(page: Any) -> None:
+    """Run → Run All Cells, as a user would; accept a "Select Kernel" dialog if one shows."""
+    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    started = page.locator(".jp-CodeCell .jp-InputArea-prompt", has_text=re.compile(r"\[[\d*]+\]"))
+    accept = page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True)
+    started.or_(accept).first.wait_for()
+    if accept.is_visible():
+        accept.click()

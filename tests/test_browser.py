@@ -10,13 +10,19 @@ Screenshots of every step go to test-artifacts/browser/<app>/.
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import JupyterServer, jupyter_server, wait_for_kernel
+from browser_support import (
+    ALL_CELLS_RAN,
+    JupyterServer,
+    Steps,
+    jupyter_server,
+    run_all_cells,
+    wait_for_kernel,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 
@@ -28,12 +34,6 @@ RUN_ALL_TIMEOUT_MS = 150_000  # a fresh kernel importing onnx, matplotlib, ipywi
 
 NODE_CLICKED = "/features/conv1/Conv"  # the first Conv of tiny_cnn; has a `pads` attribute
 TENSOR_PICKED = "conv1.weight"
-
-ALL_CELLS_RAN = """() => {
-  const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
-    .map(e => e.textContent.trim());
-  return prompts.length > 0 && prompts.every(t => /^\\[\\d+\\]:$/.test(t));
-}"""
 
 CELL_ERRORS = """() => [...document.querySelectorAll('.jp-OutputArea-output')]
   .map(e => e.textContent)
@@ -47,36 +47,6 @@ IMAGE_BYTES_HEAD = """async img => {
 }"""
 
 PNG_SIGNATURE = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-
-
-class Steps:
-    """Screenshots numbered in the order taken, so a failure shows how far the test got."""
-
-    def __init__(self, page: Any, directory: Path) -> None:
-        self.page = page
-        self.directory = directory
-        self.count = 0
-
-    def shot(self, name: str, widget: Any = None, focus: Any = None) -> None:
-        """The page (scrolled to ``focus``), and the ``widget`` alone when given."""
-        self.count += 1
-        path = self.directory / f"{self.count:02d}-{name}.png"
-        if focus is not None:
-            focus.scroll_into_view_if_needed()
-        self.page.screenshot(path=str(path))
-        if widget is not None:
-            widget.screenshot(path=str(path.with_name(path.stem + "-widget.png")))
-
-
-def run_all_cells(page: Any) -> None:
-    """Run → Run All Cells, as a user would; accept a "Select Kernel" dialog if one shows."""
-    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-    started = page.locator(".jp-CodeCell .jp-InputArea-prompt", has_text=re.compile(r"\[[\d*]+\]"))
-    accept = page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True)
-    started.or_(accept).first.wait_for()
-    if accept.is_visible():
-        accept.click()
 
 
 def check_quick_start(page: Any, server: JupyterServer, steps: Steps) -> None:

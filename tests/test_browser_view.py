@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import jupyter_server, wait_for_kernel
+from browser_support import ALL_CELLS_RAN, Steps, jupyter_server, run_all_cells, wait_for_kernel
 
 pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 
@@ -127,28 +127,6 @@ def _write_notebook(path: Path) -> None:
     path.write_text(json.dumps(notebook), encoding="utf-8")
 
 
-class Shots:
-    def __init__(self, page: Any, directory: Path) -> None:
-        self.page, self.directory, self.count = page, directory, 0
-
-    def __call__(self, name: str, widget: Any = None) -> None:
-        self.count += 1
-        path = self.directory / f"{self.count:02d}-{name}.png"
-        self.page.screenshot(path=str(path))
-        if widget is not None:
-            widget.screenshot(path=str(path.with_name(path.stem + "-widget.png")))
-
-
-def _run_all(page: Any) -> None:
-    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-    page.wait_for_function(
-        """() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
-          .map(e => e.textContent.trim()); return p.length > 0 && p.every(t => /^\\[\\d+\\]:$/.test(t)); }""",
-        timeout=RUN_TIMEOUT_MS,
-    )
-
-
 def _set_theme(page: Any, name: str) -> None:
     page.locator(".lm-MenuBar-item", has_text="Settings").first.click()
     page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
@@ -158,7 +136,8 @@ def _set_theme(page: Any, name: str) -> None:
     )
 
 
-def check_view(page: Any, app: str, shot: Shots, figures: dict[str, Any]) -> None:
+def check_view(page: Any, app: str, steps: Steps, figures: dict[str, Any]) -> None:
+    shot = steps.shot
     transformer = page.locator(".oxe-explorer").nth(0)
     chain = page.locator(".oxe-explorer").nth(1)
     transformer.locator(".oxe-graph-stage g.oxe-kind-node").first.wait_for()
@@ -308,16 +287,17 @@ def test_the_first_minute_in_the_browser(app, browser, tmp_path):
         )
         console: list[str] = []
         page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
-        shot = Shots(page, artifacts)
+        steps = Steps(page, artifacts)
         figures: dict[str, Any] = {}
         try:
             page.goto(server.notebook_url("view.ipynb"))
             page.wait_for_selector(".jp-Notebook .jp-CodeCell")
             wait_for_kernel(server)
-            _run_all(page)
-            check_view(page, app, shot, figures)
+            run_all_cells(page)
+            page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_TIMEOUT_MS)
+            check_view(page, app, steps, figures)
         except Exception:
-            shot("failure")
+            steps.shot("failure")
             raise
         finally:
             (artifacts / "browser-console.log").write_text("\n".join(console), encoding="utf-8")
