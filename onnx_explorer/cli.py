@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,14 +24,24 @@ def _open(args: argparse.Namespace) -> Any:
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
-    from .summary import format_summary, summarize
+    from .summary import summarize
+    from .views.summary_text import format_summary
 
     info = summarize(_open(args))
     if args.json:
-        print(json.dumps(info, indent=2, default=str))
+        print(json.dumps(info, indent=2, default=str))  # ASCII: control characters escaped
     else:
-        print(format_summary(info))
+        width = None if args.full else shutil.get_terminal_size().columns
+        print(format_summary(info, width=width))
     return 0
+
+
+def _fail(message: str) -> int:
+    """One line on stderr, whatever the message holds (names from the file included)."""
+    from .views.text import terminal_safe
+
+    print(f"onnx-explorer: error: {terminal_safe(message)}", file=sys.stderr)
+    return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
         "summary", help="metadata, opsets, op counts, inputs/outputs, weight totals"
     )
     _add_common(summary)
+    summary.add_argument(
+        "--full", action="store_true",
+        help="print doc strings and metadata values whole, not cut at the terminal width",
+    )  # fmt: skip
     summary.set_defaults(handler=_cmd_summary)
 
     _add_more_commands(sub)
@@ -75,14 +90,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except ExplorerError as exc:
-        print(f"onnx-explorer: error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(str(exc))
     except (OSError, ValueError) as exc:  # bad paths or arguments given on the command line
-        print(f"onnx-explorer: error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(str(exc))
     except KeyError as exc:  # a node, graph or scope named on the command line does not exist
-        print(f"onnx-explorer: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 1
+        return _fail(str(exc.args[0] if exc.args else exc))
     except BrokenPipeError:  # pragma: no cover - piping into `head`
         return 0
 

@@ -1,7 +1,7 @@
 """IPython glue: ``%load_ext onnx_explorer`` registers the magics and the ModelProto display.
 
 ``%onnx_explore PATH [--external-data-dir DIR]``  opens the explorer;
-``%onnx_summary PATH [--external-data-dir DIR]``  prints the text summary;
+``%onnx_summary PATH [--external-data-dir DIR] [--full]``  prints the text summary;
 an ``onnx.ModelProto`` left as a cell's last expression displays as the explorer.
 ``%unload_ext onnx_explorer`` removes all of it.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 from typing import Any
 
 MAGIC_NAMES = ("onnx_explore", "onnx_summary")
@@ -29,6 +30,7 @@ def _parse(prog: str, line: str) -> argparse.Namespace:
     parser.add_argument("path")
     parser.add_argument("--external-data-dir", default=None)
     parser.add_argument("--max-nodes", type=int, default=None)
+    parser.add_argument("--full", action="store_true")
     return parser.parse_args(shlex.split(line))
 
 
@@ -43,21 +45,31 @@ def onnx_explore(line: str) -> Any:
             args.path, external_data_dir=args.external_data_dir, max_nodes=args.max_nodes
         )
     except (_MagicArgumentError, ExplorerError) as exc:
-        print(f"onnx_explorer: {exc}")
+        _print_error(exc)
         return None
 
 
 def onnx_summary(line: str) -> None:
-    """%onnx_summary PATH [--external-data-dir DIR]: print the model's summary."""
+    """%onnx_summary PATH [--external-data-dir DIR] [--full]: print the model's summary;
+    ``--full`` prints doc strings and metadata values whole instead of one line each."""
     from .errors import ExplorerError
     from .readers import load
-    from .summary import format_summary, summarize
+    from .summary import summarize
+    from .views.summary_text import format_summary
 
     try:
         args = _parse("onnx_summary", line)
-        print(format_summary(summarize(load(args.path, external_data_dir=args.external_data_dir))))
+        info = summarize(load(args.path, external_data_dir=args.external_data_dir))
+        width = None if args.full else shutil.get_terminal_size().columns
+        print(format_summary(info, width=width))
     except (_MagicArgumentError, ExplorerError) as exc:
-        print(f"onnx_explorer: {exc}")
+        _print_error(exc)
+
+
+def _print_error(exc: Exception) -> None:
+    from .views.text import terminal_safe
+
+    print(f"onnx_explorer: {terminal_safe(str(exc))}")
 
 
 def _model_proto_mimebundle(proto: Any, include: Any = None, exclude: Any = None) -> dict[str, Any]:

@@ -25,7 +25,7 @@ Dim = int | str | None  # a fixed size, a symbolic name ("batch"), or unknown
 
 @dataclass(frozen=True)
 class ValueInfo:
-    """A named value's type; ``type`` reads like ``seq(map(int64, tensor(float)))``."""
+    """A named value's type; ``type`` reads like ``float32`` or ``seq(map(int64, float32))``."""
 
     name: str
     type: str = ""  # "" when the file does not say
@@ -440,7 +440,7 @@ class Graph:
             return self.value_info[name]
         tensor = self.initializers.get(name)
         if tensor is not None:
-            return ValueInfo(name, f"tensor({tensor.dtype_name})", tensor.dtype_name, tensor.shape)
+            return ValueInfo(name, tensor.dtype_name, tensor.dtype_name, tensor.shape)
         return None
 
     # -- drawing: the work is in views, above the model (see Facades) -----------------

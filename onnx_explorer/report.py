@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ExplorerError
 from .quant import ConstantLookup, dequantization_for
 from .stats import FLOAT16_MAX, TensorStats
+from .summary import location_name
 
 if TYPE_CHECKING:
     from .model import Model, WeightRef
@@ -85,7 +86,7 @@ def weight_row(
         shape=tuple(tensor.shape),
         parameters=tensor.size,
         bytes=tensor.nbytes,
-        location=tensor.location.kind,
+        location=location_name(tensor.location.kind, ref.kind),
         where=tensor.location.describe(),
         flags="",
     )

@@ -1,11 +1,37 @@
-"""A model's summary as plain data: what ``onnx-explorer summary`` and ``%onnx_summary`` show."""
+"""A model's summary as plain data: what ``onnx-explorer summary`` and ``%onnx_summary`` show.
+
+:func:`onnx_explorer.views.summary_text.format_summary` writes it as text.
+"""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from .model import Model, ValueInfo
+
+
+def location_name(kind: str, holder: str = "initializer") -> str:
+    """Where a weight's bytes are, in the words every view uses: ``external`` (a data file
+    next to the model), ``in attribute`` (a Constant node's value or another tensor
+    attribute) or ``embedded`` (inside the model file or the in-memory model).
+
+    ``kind`` is a :class:`~onnx_explorer.tensors.TensorLocation` kind and ``holder`` a
+    :class:`~onnx_explorer.model.WeightRef` kind.
+    """
+    if kind == "external":
+        return "external"
+    if holder in ("constant", "attribute"):
+        return "in attribute"
+    return "embedded"  # raw bytes, typed value fields or an in-memory ModelProto alike
+
+
+def _op_counts(model: Model) -> dict[str, int]:
+    """Operator type → nodes in every graph: main, If/Loop/Scan bodies, model-local functions."""
+    counts: Counter[str] = Counter()
+    for graph in model.graphs():
+        counts.update(n.qualified_op for n in graph.nodes)
+    return dict(counts.most_common())
 
 
 def _value(info: ValueInfo) -> dict[str, Any]:
@@ -33,7 +59,7 @@ def summarize(model: Model) -> dict[str, Any]:
         row["tensors"] += 1
         row["parameters"] += size
         row["bytes"] += nbytes
-        where = by_location[tensor.location.kind]
+        where = by_location[location_name(tensor.location.kind, ref.kind)]
         where["tensors"] += 1
         where["bytes"] += nbytes
     graphs = list(model.graphs())
@@ -53,7 +79,8 @@ def summarize(model: Model) -> dict[str, Any]:
         "nodes_total": sum(len(g.nodes) for g in graphs),
         "graphs": len(graphs),
         "functions": [f"{f.domain}::{f.name}" if f.domain else f.name for f in model.functions],
-        "op_counts": model.graph.op_counts(),
+        "op_counts": model.graph.op_counts(),  # the main graph only
+        "op_counts_all_graphs": _op_counts(model),
         "inputs": [_value(v) for v in model.graph.inputs],
         "outputs": [_value(v) for v in model.graph.outputs],
         "initializers": sum(len(g.initializers) for g in graphs),
@@ -79,49 +106,3 @@ def human_count(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.1f}{unit}"
     return str(n)
-
-
-def _shape_text(shape: list[Any] | None) -> str:
-    if shape is None:
-        return "?"
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-
-
-def format_summary(info: dict[str, Any]) -> str:
-    """The summary as aligned plain text."""
-    lines = []
-    if info["path"]:
-        lines.append(f"model        {info['path']}")
-    lines.append(
-        f"format       {info['format']}"
-        + (f" (IR {info['ir_version']})" if info["ir_version"] else "")
-    )
-    if info["producer"]:
-        lines.append(f"producer     {info['producer']} {info['producer_version']}".rstrip())
-    if info["opsets"]:
-        opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in info["opsets"].items())
-        lines.append(f"opsets       {opsets}")
-    for key, value in info["metadata"].items():
-        lines.append(f"metadata     {key} = {value}")
-    lines.append(
-        f"nodes        {info['nodes']} in the main graph, {info['nodes_total']} in "
-        f"{info['graphs']} graph(s)"
-    )
-    if info["functions"]:
-        lines.append(f"functions    {', '.join(info['functions'])}")
-    lines.append(
-        f"weights      {info['tensors']} tensors ({info['initializers']} initializers), "
-        f"{human_count(info['parameters'])} parameters, {human_bytes(info['weight_bytes'])}"
-    )
-    for name, row in info["weights_by_dtype"].items():
-        lines.append(f"  {name:<12} {row['tensors']:>6} tensors {human_bytes(row['bytes']):>10}")
-    for kind, row in info["weights_by_location"].items():
-        lines.append(f"  {kind:<12} {row['tensors']:>6} tensors {human_bytes(row['bytes']):>10}")
-    for title, values in (("inputs", info["inputs"]), ("outputs", info["outputs"])):
-        lines.append(f"{title}")
-        for v in values:
-            lines.append(f"  {v['name']}  {v['type'] or '?'}  {_shape_text(v['shape'])}")
-    lines.append("op counts")
-    for op, count in info["op_counts"].items():
-        lines.append(f"  {op:<28} {count:>7}")
-    return "\n".join(lines)

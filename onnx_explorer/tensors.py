@@ -49,9 +49,10 @@ class TensorLocation:
             return where
         if self.kind == "embedded" and self.offset is not None:
             return f"embedded in the model file at offset {self.offset}, {self.length} bytes"
-        return {"typed": "typed value fields in the model", "memory": "in memory"}.get(
-            self.kind, self.kind
-        )
+        return {
+            "typed": "embedded in the model (typed value fields)",
+            "memory": "embedded in the in-memory model",
+        }.get(self.kind, self.kind)
 
 
 class TensorSource:

@@ -37,7 +37,7 @@ def test_summary_json_has_the_documented_keys(tmp_path, capsys):
     assert info["nodes"] == 4 and info["nodes_total"] == 4
     assert info["op_counts"] == {"MatMul": 2, "Add": 1, "Relu": 1}
     assert info["inputs"] == [
-        {"name": "x", "type": "tensor(float)", "dtype": "float32", "shape": ["batch", 4]}
+        {"name": "x", "type": "float32", "dtype": "float32", "shape": ["batch", 4]}
     ]
     assert info["initializers"] == 3
     assert info["parameters"] == 4 * 8 + 8 + 8 * 3
@@ -66,7 +66,7 @@ def test_summary_text_with_external_data(tmp_path, capsys):
     (tmp_path / "m" / "weights.bin").rename(data_dir / "weights.bin")
     assert main(["summary", str(path), "--external-data-dir", str(data_dir)]) == 0
     out = capsys.readouterr().out
-    assert "external" in out and "MatMul" in out and "x  tensor(float)  [batch, 4]" in out
+    assert "external" in out and "MatMul" in out and "x  float32  [batch, 4]" in out
 
 
 @pytest.mark.parametrize("content", [b"not a model", b""], ids=["garbage", "empty"])

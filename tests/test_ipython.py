@@ -39,7 +39,7 @@ def test_summary_magic_prints_the_summary(ip, model_path, capsys):
     ip.run_line_magic("load_ext", "onnx_explorer")
     ip.run_line_magic("onnx_summary", f'"{model_path}"')
     out = capsys.readouterr().out
-    assert "MatMul" in out and "x  tensor(float)  [batch, 4]" in out
+    assert "MatMul" in out and "x  float32  [batch, 4]" in out
 
 
 def test_magic_errors_are_one_line_not_a_traceback(ip, tmp_path, capsys):

@@ -12,10 +12,11 @@ from ..model import Model
 
 def detect_format(path: Path) -> str:
     """``"onnx"`` or ``"graphdef"``, judged from the file's content (``.pb`` is used by both)."""
-    from .sniff import sniff_format
+    from .sniff import reject_non_model, sniff_format
 
     with open(path, "rb") as fh:
         head = fh.read(4096)
+    reject_non_model(head, path.name, repr(str(path)))
     return sniff_format(head, path.suffix.lower())
 
 
@@ -52,6 +53,10 @@ def load(
 def _load_path(path: Path, data_dir: Path | None, format: str | None) -> Model:
     if not path.exists():
         raise ModelFormatError(f"{str(path)!r} does not exist")
+    if path.is_dir():
+        from .sniff import reject_directory
+
+        reject_directory(path)
     if not path.is_file():
         raise ModelFormatError(f"{str(path)!r} is not a regular file")
     fmt = format or detect_format(path)
@@ -67,8 +72,10 @@ def _load_path(path: Path, data_dir: Path | None, format: str | None) -> Model:
 
 
 def _load_bytes(data: bytes, data_dir: Path | None, format: str | None) -> Model:
-    from .sniff import sniff_format
+    from .sniff import reject_non_model, sniff_format
 
+    if format is None:
+        reject_non_model(data[:4096], "", "the bytes given")
     fmt = format or sniff_format(data[:4096], "")
     if fmt == "onnx":
         from .onnx import read_onnx_bytes

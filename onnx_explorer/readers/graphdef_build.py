@@ -106,7 +106,7 @@ def _outputs(name: str, refs: list[_Ref], in_function: bool) -> tuple[str, ...]:
 def _value(
     name: str, dtype_name: str | None, shape: tuple[Dim, ...] | None, doc: str = ""
 ) -> ValueInfo:
-    return ValueInfo(name, f"tensor({dtype_name})" if dtype_name else "", dtype_name, shape, doc)
+    return ValueInfo(name, dtype_name or "", dtype_name, shape, doc)
 
 
 def _body(

@@ -65,16 +65,24 @@ def onnx_elem_name(elem_type: int) -> str:
 
 
 # -- types -------------------------------------------------------------------------
+def _elem_name(elem_type: int) -> str:
+    """An element type by the one name every view uses (``float32``, ``string``)."""
+    dt = _DTYPES.get(elem_type)
+    return dt.name if dt is not None else onnx_elem_name(elem_type)
+
+
 def type_string(tp: onnx.TypeProto) -> str:
+    """``float32``, ``seq(map(string, float32))``, ``sparse_tensor(int64)``: element types by
+    their dtype names, so a type reads the same as the dtype shown beside it."""
     which = tp.WhichOneof("value")
     if which == "tensor_type":
-        return f"tensor({onnx_elem_name(tp.tensor_type.elem_type)})"
+        return _elem_name(tp.tensor_type.elem_type)
     if which == "sparse_tensor_type":
-        return f"sparse_tensor({onnx_elem_name(tp.sparse_tensor_type.elem_type)})"
+        return f"sparse_tensor({_elem_name(tp.sparse_tensor_type.elem_type)})"
     if which == "sequence_type":
         return f"seq({type_string(tp.sequence_type.elem_type)})"
     if which == "map_type":
-        key = onnx_elem_name(tp.map_type.key_type)
+        key = _elem_name(tp.map_type.key_type)
         return f"map({key}, {type_string(tp.map_type.value_type)})"
     if which == "optional_type":
         return f"optional({type_string(tp.optional_type.elem_type)})"

@@ -5,11 +5,18 @@ file's head and checking each (field number, wire type) against the two root
 messages, ``onnx.ModelProto`` and ``tensorflow.GraphDef``; text files by the
 first field name. Anything we cannot place goes to the ONNX reader, whose
 error message says what is wrong.
+
+Files people open by mistake (a SavedModel, a TFLite flatbuffer, a PyTorch checkpoint, a
+tensor, an HTML page saved instead of the model, an empty file) are recognised first by
+:func:`not_a_model`, which says what the file is and what to do instead.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+from ..errors import ModelFormatError
 
 # Top-level fields: number → wire type (0 varint, 2 length-delimited).
 _ONNX_FIELDS = {
@@ -146,4 +153,104 @@ def sniff_format(head: bytes, suffix: str) -> str:
     return "onnx"
 
 
-__all__ = ["graphdef_encoding", "is_text", "sniff_format"]
+# -- files that are not models -------------------------------------------------------
+_CONVERT_TF = "convert it to ONNX first (python -m tf2onnx.convert) or open a frozen GraphDef .pb"
+_TORCH = "a PyTorch checkpoint holds weights, not a graph: export the model with torch.onnx.export"
+_HTML = re.compile(rb"\s*(?:<!doctype\s+html|<html|<head|<!--)", re.IGNORECASE)
+# onnx.TensorProto fields (number → wire types): dims, data_type, segment, *_data, name,
+# raw_data, doc_string, external_data, data_location.
+_TENSOR_FIELDS = {
+    1: (0, 2), 2: (0,), 3: (2,), 4: (2, 5), 5: (0, 2), 6: (2,), 7: (0, 2), 8: (2,), 9: (2,),
+    10: (1, 2), 11: (0, 2), 12: (2,), 13: (2,), 14: (0,),
+}  # fmt: skip
+# tensorflow.SavedModel: saved_model_schema_version (varint), meta_graphs (messages).
+_SAVED_MODEL_FIELDS = {1: 0, 2: 2}
+
+
+def _is_tensor_proto(fields: list[tuple[int, int, bytes]]) -> bool:
+    """A lone onnx.TensorProto (the .pb files of ONNX test data): its data_type (2) is a
+    varint, where a ModelProto has a string and a GraphDef a message."""
+    return (
+        any(f == 2 and w == 0 for f, w, _ in fields)
+        and all(w in _TENSOR_FIELDS.get(f, ()) for f, w, _ in fields)
+    )  # fmt: skip
+
+
+def _is_saved_model(fields: list[tuple[int, int, bytes]]) -> bool:
+    """A SavedModel's schema version then a MetaGraphDef; an ONNX model starts the same way
+    (ir_version, producer_name) but its second field is text, not a message."""
+    if len(fields) < 2 or not _fits(fields, _SAVED_MODEL_FIELDS):
+        return False
+    if fields[0][:2] != (1, 0) or fields[1][:2] != (2, 2):
+        return False
+    payload = fields[1][2]
+    return payload[:1] == b"\x0a" and not all(b in _TEXT_BYTES for b in payload)
+
+
+def not_a_model(head: bytes, name: str = "") -> str | None:
+    """What a file is when it is plainly not a model, with what to do; None otherwise.
+
+    ``head`` is the start of the file (at least 64 bytes when the file is longer),
+    ``name`` its file name when known.
+    """
+    if not head:
+        return "is empty (0 bytes): the download or export did not finish"
+    name = name.lower()
+    if head[4:8] == b"TFL3":
+        return (
+            "is a TensorFlow Lite flatbuffer, not ONNX: convert it first "
+            "(python -m tf2onnx.convert --tflite FILE --output model.onnx)"
+        )
+    if head.startswith(b"PK\x03\x04"):
+        if b"data.pkl" in head[30:300] or name.endswith((".pt", ".pth", ".bin", ".ckpt")):
+            return f"is a PyTorch checkpoint (a zip archive); {_TORCH}"
+        return "is a zip archive, not a model file: unpack it and open the .onnx or .pb inside"
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return f"is a Python pickle (an old-style PyTorch checkpoint?); {_TORCH}"
+    if _HTML.match(head.lstrip(b"\xef\xbb\xbf")):
+        return (
+            "is an HTML page, not a model: it was saved from a web page; on Hugging Face, "
+            "download from the /resolve/ URL instead of the /blob/ page"
+        )
+    if name.endswith(".meta"):
+        return f"is a TensorFlow MetaGraphDef (checkpoint .meta); not supported yet: {_CONVERT_TF}"
+    if is_text(head):
+        if name == "saved_model.pbtxt":
+            return f"is a TensorFlow SavedModel; SavedModel support is not there yet: {_CONVERT_TF}"
+        return None
+    fields = _top_fields(head)
+    if name == "saved_model.pb" or _is_saved_model(fields):
+        return (
+            "is a TensorFlow SavedModel (saved_model.pb), not a GraphDef; SavedModel support "
+            f"is not there yet: {_CONVERT_TF}"
+        )
+    neither = not _fits(fields, _ONNX_FIELDS) and not _fits(fields, _GRAPHDEF_FIELDS)
+    if neither and _is_tensor_proto(fields):
+        return (
+            "is a single ONNX tensor (TensorProto, like the .pb files of ONNX test data), "
+            "not a model: read it with onnx.load_tensor"
+        )
+    return None
+
+
+def reject_non_model(head: bytes, name: str, label: str) -> None:
+    """Raise :class:`ModelFormatError` naming ``label`` when :func:`not_a_model` knows the file."""
+    what = not_a_model(head, name)
+    if what is not None:
+        raise ModelFormatError(f"{label} {what}")
+
+
+def reject_directory(path: Path) -> None:
+    """Raise :class:`ModelFormatError` for a directory, saying whether it is a SavedModel."""
+    if (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file():
+        raise ModelFormatError(
+            f"{str(path)!r} is a TensorFlow SavedModel directory; SavedModel support is not "
+            f"there yet: {_CONVERT_TF} (the directory's saved_model.pb is a SavedModel too)"
+        )
+    raise ModelFormatError(f"{str(path)!r} is a directory, not a regular file (a model is one file)")
+
+
+__all__ = [
+    "graphdef_encoding", "is_text", "not_a_model", "reject_directory", "reject_non_model",
+    "sniff_format",
+]  # fmt: skip

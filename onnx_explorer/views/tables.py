@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..errors import ExplorerError
 from ..model import Graph, Node
 from ..stats import SAMPLE_SIZE, TensorStats
+from ..summary import location_name
 from ..tensors import Tensor
 
 
@@ -111,7 +112,7 @@ def tensor_rows(graph: Graph) -> list[TensorRow]:
                 tensor.shape,
                 tensor.size,
                 tensor.nbytes,
-                tensor.location.kind,
+                location_name(tensor.location.kind, kind),
                 tensor,
             )
         )

@@ -10,12 +10,28 @@ from typing import Any, Literal
 import numpy as np
 
 from ..model import Attribute, Graph, SparseTensor, ValueInfo
+from ..summary import location_name
 from ..tensors import Tensor
 from .quoting import as_text
 from .quoting import shorten as _cut
 
 MAX_ITEMS = 16
 MAX_TEXT = 400
+
+# Characters a terminal acts on instead of showing: C0 controls (ESC starts escape
+# sequences that set the title, clear the screen, write the clipboard), DEL, C1 controls,
+# bidi overrides and isolates that reorder what follows, and line/paragraph separators.
+_UNSAFE = [*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A),
+           0x2028, 0x2029]  # fmt: skip
+_ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE}
+_ESCAPES.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control, bidi-override and line-break character written as an
+    escape (``\\x1b``, ``\\u202e``, ``\\n``): strings from a model file reach a terminal or a
+    notebook's output as one visible line and never as commands to the terminal."""
+    return text.translate(_ESCAPES)
 
 
 def shorten(text: str, limit: int = MAX_TEXT) -> str:
@@ -30,9 +46,13 @@ def shape_text(shape: tuple[Any, ...] | None) -> str:
     return "×".join("?" if d is None else str(d) for d in shape)
 
 
-def tensor_text(tensor: Tensor) -> str:
-    """``float32 ⟨768×3072⟩, external`` — what a tensor is without reading it."""
-    return f"{tensor.dtype_name} ⟨{shape_text(tensor.shape)}⟩, {tensor.location.kind}"
+def tensor_text(tensor: Tensor, holder: str = "attribute") -> str:
+    """``float32 ⟨768×3072⟩, external`` — what a tensor is without reading it.
+
+    ``holder`` is what holds the tensor (a :class:`~onnx_explorer.model.WeightRef` kind);
+    the panels show attribute tensors, hence the default."""
+    where = location_name(tensor.location.kind, holder)
+    return f"{tensor.dtype_name} ⟨{shape_text(tensor.shape)}⟩, {where}"
 
 
 #: Characters of one symbolic dim in :func:`type_text` (``batch_size…``).
@@ -48,7 +68,7 @@ def dims_text(shape: tuple[Any, ...], dim_chars: int = DIM_CHARS) -> str:
 
 def type_text(info: ValueInfo | None, mode: TypeTextMode | str = "both") -> str:
     """A value's type as edge labels and the attribute panel show it: ``float32 1×batch×768``,
-    ``bool scalar``, ``seq(tensor(float))``; ``mode`` keeps only the dtype or the shape.
+    ``bool scalar``, ``seq(float32)``; ``mode`` keeps only the dtype or the shape.
 
     The one formatter for value types: the DOT emitter and the panels both call it, so a
     value reads the same on its edge and beside its node. "" when nothing is known.
