@@ -428,7 +428,7 @@ class _Builder:
         name = as_text(info.name)
         self.ids[vid] = {"kind": kind, "name": name}
         type_line = type_text(info)
-        self.titles[vid] = f"graph {kind} {name}\n{as_text(info.type)} {type_line}".rstrip()
+        self.titles[vid] = f"graph {kind} {name}\n{type_line}".rstrip()  # type_text: whole type
         lines = [one_line(name, LABEL_CHARS)]
         if type_line:
             lines.append(one_line(type_line, LABEL_CHARS))
