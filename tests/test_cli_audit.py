@@ -61,7 +61,8 @@ def _assert_no_raw_controls(text):
     ("raw", "shown"),
     [("\x1b", "\\x1b"), ("\x07", "\\x07"), ("\x00", "\\x00"), ("\x7f", "\\x7f"),
      ("\x9b", "\\x9b"), ("\u202e", "\\u202e"), ("\u2066", "\\u2066"),
-     ("\u2028", "\\u2028"), ("\n", "\\n"), ("\t", "\\t")],
+     ("\u2028", "\\u2028"),
+        ("\ud800", "\\ud800"), ("\n", "\\n"), ("\t", "\\t")],
 )  # fmt: skip
 def test_terminal_safe_escapes_every_control_and_bidi_character(raw, shown):
     assert terminal_safe(f"a{raw}b") == f"a{shown}b"

@@ -247,7 +247,9 @@ def reject_directory(path: Path) -> None:
             f"{str(path)!r} is a TensorFlow SavedModel directory; SavedModel support is not "
             f"there yet: {_CONVERT_TF} (the directory's saved_model.pb is a SavedModel too)"
         )
-    raise ModelFormatError(f"{str(path)!r} is a directory, not a regular file (a model is one file)")
+    raise ModelFormatError(
+        f"{str(path)!r} is a directory, not a regular file (a model is one file)"
+    )
 
 
 __all__ = [

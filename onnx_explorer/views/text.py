@@ -20,9 +20,10 @@ MAX_TEXT = 400
 
 # Characters a terminal acts on instead of showing: C0 controls (ESC starts escape
 # sequences that set the title, clear the screen, write the clipboard), DEL, C1 controls,
-# bidi overrides and isolates that reorder what follows, and line/paragraph separators.
-_UNSAFE = [*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A),
-           0x2028, 0x2029]  # fmt: skip
+# bidi marks, overrides and isolates that reorder what follows, line/paragraph separators;
+# and lone surrogates, which a UTF-8 stdout cannot encode at all.
+_UNSAFE = [*range(0x20), *range(0x7F, 0xA0), 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
+           *range(0x2066, 0x206A), 0x2028, 0x2029, *range(0xD800, 0xE000)]  # fmt: skip
 _ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE}
 _ESCAPES.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
 
