@@ -19,7 +19,7 @@ escaped labels, and in the hover ``titles`` that ``render.py`` writes into the S
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,7 +196,7 @@ class _Builder:
         self.expanded = tuple(accepted)
 
         memo: dict[int, str | None] = {}  # id(scope) → collapsed box id, None when open
-        self._emit_scope(tree.root, opened, memo, depth=0)
+        self._emit_scopes(tree.root, opened, memo)
         # Every scope shows as its own box, as the box of a collapsed ancestor, or (open) as
         # its nodes: one pass, parents before children, so rep() is two lookups per edge.
         box_of: dict[int, str | None] = {}
@@ -274,26 +274,29 @@ class _Builder:
     def _outer_count(self) -> int:
         return len({e.key for e in self.index.edges if e.kind == FROM_OUTER})
 
-    def _emit_scope(
-        self, scope: Scope, opened: set[Scope], memo: dict[int, str | None], depth: int
-    ) -> None:
-        memo[id(scope)] = None
-        folded = self.index.folded_nodes
-        # Items in file order: nodes and child scopes interleaved as they come.
-        members: list[tuple[int, Scope | int]] = [(i, i) for i in scope.nodes if i not in folded]
-        members += [(child.first, child) for child in scope.children]
-        members.sort(key=lambda m: m[0])
-        for _, member in members:
-            if isinstance(member, int):
+    def _emit_scopes(self, root: Scope, opened: set[Scope], memo: dict[int, str | None]) -> None:
+        """Nodes, clusters (open scopes) and boxes (collapsed ones) below ``root``.
+
+        A loop over a stack of scopes being emitted, not recursion: a name's depth is the
+        file's to choose (scopes are capped at SCOPE_DEPTH_MAX, synthetic groups add more).
+        """
+        frames = [(self._members(root, memo), False)]  # (items left, closes a cluster?)
+        while frames:
+            members, in_cluster = frames[-1]
+            member = next(members, None)
+            if member is None:
+                frames.pop()
+                if in_cluster:
+                    self.lines.append(dot.FOOTER)
+            elif isinstance(member, int):
                 self._emit_node(member)
-            elif member.trivial:
-                self._emit_scope(member, opened, memo, depth)
+            elif member.trivial:  # drawn as what it holds, in the enclosing frame
+                frames.append((self._members(member, memo), False))
             elif member in opened:
                 cluster = self.new_id("c")
                 self.lines.append(dot.cluster_open(cluster, self._scope_heading(member)))
                 self._register_scope(cluster, member, opened=True)
-                self._emit_scope(member, opened, memo, depth + 1)
-                self.lines.append(dot.FOOTER)
+                frames.append((self._members(member, memo), True))
             else:
                 box = self.new_id("s")
                 memo[id(member)] = box
@@ -301,6 +304,15 @@ class _Builder:
                 self._register_scope(box, member, opened=False)
                 self.lines.append(dot.scope_box(box, self._scope_lines(member), member.synthetic))
                 self.drawn += 1
+
+    def _members(self, scope: Scope, memo: dict[int, str | None]) -> Iterator[Scope | int]:
+        """A scope's drawn items in file order: nodes and child scopes interleaved."""
+        memo[id(scope)] = None  # drawn as its contents (open, trivial, or the root)
+        folded = self.index.folded_nodes
+        members: list[tuple[int, Scope | int]] = [(i, i) for i in scope.nodes if i not in folded]
+        members += [(child.first, child) for child in scope.children]
+        members.sort(key=lambda m: m[0])
+        return (member for _, member in members)
 
     def _scope_heading(self, scope: Scope) -> str:
         return one_line(f"{scope.label} · {scope.node_count:,} nodes", LABEL_CHARS)
