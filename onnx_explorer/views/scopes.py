@@ -30,8 +30,8 @@ import re
 import weakref
 from collections import Counter
 from collections.abc import Iterator
-from itertools import islice
 from dataclasses import dataclass, field
+from itertools import islice
 from operator import attrgetter
 
 import numpy as np
