@@ -19,7 +19,7 @@ escaped labels, and in the hover ``titles`` that ``render.py`` writes into the S
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,9 @@ DEFAULT_FIRST_VIEW = 300
 DEFAULT_HOPS = 2
 FOLDED_LINES_MAX = 6
 LABEL_CHARS = 48
+#: Longest model name in a hover title or a note (the attribute panel shows it whole):
+#: a 1 MB node name would otherwise be written into the SVG once per title.
+TITLE_NAME_CHARS = 2000
 
 _BODY_ORDER = {"then_branch": 0, "else_branch": 1, "body": 2}
 
@@ -196,7 +199,7 @@ class _Builder:
         self.expanded = tuple(accepted)
 
         memo: dict[int, str | None] = {}  # id(scope) → collapsed box id, None when open
-        self._emit_scope(tree.root, opened, memo, depth=0)
+        self._emit_scopes(tree.root, opened, memo)
         # Every scope shows as its own box, as the box of a collapsed ancestor, or (open) as
         # its nodes: one pass, parents before children, so rep() is two lookups per edge.
         box_of: dict[int, str | None] = {}
@@ -235,7 +238,10 @@ class _Builder:
         if start in index.folded_nodes:  # a folded constant: centre on its first reader
             consumers = self.graph.consumers(node.outputs[0])
             start = consumers[0].index
-            self.notes.append(f"{name!r} is a constant drawn inside {as_text(consumers[0].name)!r}")
+            self.notes.append(
+                f"{shorten(name, 200)!r} is a constant drawn inside "
+                f"{shorten(as_text(consumers[0].name), 200)!r}"
+            )
         self.focus = as_text(self.graph.nodes[start].name)
         preds, succs = index.adjacency()
         budget = max(1, self.max_nodes - min(self._io_budget(), self.max_nodes // 4))
@@ -274,26 +280,29 @@ class _Builder:
     def _outer_count(self) -> int:
         return len({e.key for e in self.index.edges if e.kind == FROM_OUTER})
 
-    def _emit_scope(
-        self, scope: Scope, opened: set[Scope], memo: dict[int, str | None], depth: int
-    ) -> None:
-        memo[id(scope)] = None
-        folded = self.index.folded_nodes
-        # Items in file order: nodes and child scopes interleaved as they come.
-        members: list[tuple[int, Scope | int]] = [(i, i) for i in scope.nodes if i not in folded]
-        members += [(child.first, child) for child in scope.children]
-        members.sort(key=lambda m: m[0])
-        for _, member in members:
-            if isinstance(member, int):
+    def _emit_scopes(self, root: Scope, opened: set[Scope], memo: dict[int, str | None]) -> None:
+        """Nodes, clusters (open scopes) and boxes (collapsed ones) below ``root``.
+
+        A loop over a stack of scopes being emitted, not recursion: a name's depth is the
+        file's to choose (scopes are capped at SCOPE_DEPTH_MAX, synthetic groups add more).
+        """
+        frames = [(self._members(root, memo), False)]  # (items left, closes a cluster?)
+        while frames:
+            members, in_cluster = frames[-1]
+            member = next(members, None)
+            if member is None:
+                frames.pop()
+                if in_cluster:
+                    self.lines.append(dot.FOOTER)
+            elif isinstance(member, int):
                 self._emit_node(member)
-            elif member.trivial:
-                self._emit_scope(member, opened, memo, depth)
+            elif member.trivial:  # drawn as what it holds, in the enclosing frame
+                frames.append((self._members(member, memo), False))
             elif member in opened:
                 cluster = self.new_id("c")
                 self.lines.append(dot.cluster_open(cluster, self._scope_heading(member)))
                 self._register_scope(cluster, member, opened=True)
-                self._emit_scope(member, opened, memo, depth + 1)
-                self.lines.append(dot.FOOTER)
+                frames.append((self._members(member, memo), True))
             else:
                 box = self.new_id("s")
                 memo[id(member)] = box
@@ -301,6 +310,15 @@ class _Builder:
                 self._register_scope(box, member, opened=False)
                 self.lines.append(dot.scope_box(box, self._scope_lines(member), member.synthetic))
                 self.drawn += 1
+
+    def _members(self, scope: Scope, memo: dict[int, str | None]) -> Iterator[Scope | int]:
+        """A scope's drawn items in file order: nodes and child scopes interleaved."""
+        memo[id(scope)] = None  # drawn as its contents (open, trivial, or the root)
+        folded = self.index.folded_nodes
+        members: list[tuple[int, Scope | int]] = [(i, i) for i in scope.nodes if i not in folded]
+        members += [(child.first, child) for child in scope.children]
+        members.sort(key=lambda m: m[0])
+        return (member for _, member in members)
 
     def _scope_heading(self, scope: Scope) -> str:
         return one_line(f"{scope.label} · {scope.node_count:,} nodes", LABEL_CHARS)
@@ -319,14 +337,14 @@ class _Builder:
         self.ids[sid] = {
             "kind": "scope",
             "path": scope.path,
-            "label": as_text(scope.label),
+            "label": _titled(scope.label),
             "open": opened,
             "synthetic": scope.synthetic,
             "nodes": scope.node_count,
         }
         ops = self.tree.ops(self.graph, scope).most_common(8)
         title = [
-            ("group " if scope.synthetic else "scope ") + as_text(scope.path),
+            ("group " if scope.synthetic else "scope ") + _titled(scope.path),
             f"{scope.node_count:,} nodes, {scope.param_count:,} parameters",
             ", ".join(f"{op} {n:,}" for op, n in ops),
             "double-click to close" if opened else "double-click to open",
@@ -340,7 +358,7 @@ class _Builder:
         self.drawn += 1
         op = as_text(node.qualified_op)
         lines = [one_line(op, LABEL_CHARS)]
-        title = [as_text(node.name), f"{op} node"]
+        title = [_titled(node.name), f"{op} node"]
         entry: dict[str, Any] = {"kind": "node", "name": as_text(node.name), "index": i, "op": op}
         openable = self._openable(node)
         if openable:
@@ -397,7 +415,7 @@ class _Builder:
             desc = tensor_label(tensor) if tensor is not None else constant_attribute_label(stored)
         else:
             desc = "?"
-        return one_line(f"{name} {desc}", LABEL_CHARS), f"{name}: {as_text(value)} {desc}"
+        return one_line(f"{name} {desc}", LABEL_CHARS), f"{name}: {_titled(value)} {desc}"
 
     def _slot_name(self, node: Node, slot: int, value: str) -> str:
         if self.onnx_slots and isinstance(node.op_type, str) and isinstance(node.domain, str):
@@ -428,7 +446,8 @@ class _Builder:
         name = as_text(info.name)
         self.ids[vid] = {"kind": kind, "name": name}
         type_line = type_text(info)
-        self.titles[vid] = f"graph {kind} {name}\n{type_line}".rstrip()  # type_text: whole type
+        # type_text holds the whole type (dtype and shape), so it is not repeated
+        self.titles[vid] = f"graph {kind} {_titled(name)}\n{type_line}".rstrip()
         lines = [one_line(name, LABEL_CHARS)]
         if type_line:
             lines.append(one_line(type_line, LABEL_CHARS))
@@ -444,7 +463,7 @@ class _Builder:
             vid = self.outer_ids[name] = self.new_id("x")
             text = as_text(name)
             self.ids[vid] = {"kind": "outer", "name": text}
-            self.titles[vid] = f"{text}\nvalue from outside this graph"
+            self.titles[vid] = f"{_titled(text)}\nvalue from outside this graph"
             self.lines.append(dot.outer_box(vid, one_line(text, LABEL_CHARS)))
             self.drawn += 1
         return vid
@@ -540,7 +559,7 @@ class _Builder:
         if not values:
             return "", "control dependency"
         if len(values) > 1:
-            shown = "\n".join(as_text(v) for v in values[:12])
+            shown = "\n".join(_titled(v) for v in values[:12])
             more = f"\n… {len(values) - 12:,} more" if len(values) > 12 else ""
             label = f"{len(values):,} values" if self.edge_labels != "none" else ""
             return label, shown + more
@@ -548,7 +567,7 @@ class _Builder:
         info = self.types.get(value) if self.types is not None else None
         text = type_text(info) if info is not None else ""
         label = type_text(info, self.edge_labels) if info is not None else ""
-        return one_line(label, LABEL_CHARS), f"{as_text(value)}\n{text}".rstrip()
+        return one_line(label, LABEL_CHARS), f"{_titled(value)}\n{text}".rstrip()
 
     def result(self) -> DotResult:
         self.lines.append(dot.FOOTER)
@@ -575,6 +594,11 @@ class _Builder:
             _locate=locate,
             control_hidden=self.control_hidden,
         )
+
+
+def _titled(value: Any) -> str:
+    """Model text for a hover title or a note: printable, at most TITLE_NAME_CHARS long."""
+    return shorten(as_text(value), TITLE_NAME_CHARS)
 
 
 __all__ = [

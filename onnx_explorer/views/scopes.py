@@ -31,6 +31,7 @@ import weakref
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from operator import attrgetter
 
 import numpy as np
@@ -38,10 +39,18 @@ import numpy as np
 from ..model import Graph
 from ..tensors import Tensor
 from .index import GraphIndex, graph_index, paused_gc
-from .quoting import as_text
+from .quoting import as_text, shorten
 
 #: Most items (drawn nodes + child scopes) a scope shows when expanded.
 SCOPE_ITEMS_MAX = 200
+
+#: Deepest scope nesting: components of a name past this many stay in the node's own name.
+#: Every scope stores its full path, so an uncapped name of N components cost N² bytes
+#: (60,000 components: 5 GB); no exporter nests modules anywhere near this deep.
+SCOPE_DEPTH_MAX = 64
+
+#: Longest item name a synthetic group's label is made of (``first … last``).
+GROUP_NAME_CHARS = 60
 
 #: Node metadata key where PyTorch's exporter records the modules a node was made in.
 NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
@@ -108,18 +117,24 @@ class ScopeTree:
         self._ops_table_made = False  # (None then means: too big, sum children instead)
         self._build(graph, index)
         self._count(graph, index)
-        for scope in list(self.root.walk()):
-            if scope.items > SCOPE_ITEMS_MAX:
-                self._split(graph, index, scope)
+        # A work list, not recursion: groups too big themselves are split in turn.
+        pending = [scope for scope in self.root.walk() if scope.items > SCOPE_ITEMS_MAX]
+        while pending:
+            groups = self._split(graph, index, pending.pop())
+            pending += [group for group in groups if group.items > SCOPE_ITEMS_MAX]
 
     # -- lookups ----------------------------------------------------------------
     def find(self, path: str) -> Scope | None:
-        """The scope with this path; a leading or trailing ``/`` is ignored."""
+        """The scope with this path; a leading or trailing ``/`` is ignored.
+
+        A path deeper than SCOPE_DEPTH_MAX finds the scope its first components name,
+        the scope a node of that name sits in.
+        """
         # Raw first: keys are names as the file has them (control characters included).
         for candidate in (path, as_text(path)) if isinstance(path, str) else (as_text(path),):
             scope = self.by_path.get(candidate)
             if scope is None:
-                scope = self.by_path.get("/".join(p for p in candidate.split("/") if p))
+                scope = self.by_path.get("/".join(scope_parts(candidate)))
             if scope is not None:
                 return scope
         return None
@@ -134,17 +149,30 @@ class ScopeTree:
         if scope._ops is None:
             table = self._op_table(graph)
             if table is None:  # too many scopes × operators for a table: sum the children's
-                names = [as_text(node.op_type) for node in graph.nodes]
-                counts = Counter(map(names.__getitem__, scope.nodes))
-                for child in scope.children:
-                    counts.update(self.ops(graph, child))
-                scope._ops = counts
-                return counts
+                self._sum_ops(graph, scope)
+                assert scope._ops is not None
+                return scope._ops
             start, end = table.span[id(scope)]
             row = table.prefix[end] - table.prefix[start]
             names = table.op_names
             scope._ops = Counter({names[k]: int(row[k]) for k in np.flatnonzero(row)})
         return scope._ops
+
+    @staticmethod
+    def _sum_ops(graph: Graph, scope: Scope) -> None:
+        """Operator counts of a subtree, children first: a loop, however deep the tree."""
+        names = [as_text(node.op_type) for node in graph.nodes]
+        order, stack = [], [scope]
+        while stack:  # the scopes still to count, parents before children
+            current = stack.pop()
+            order.append(current)
+            stack += [child for child in current.children if child._ops is None]
+        for current in reversed(order):
+            counts = Counter(map(names.__getitem__, current.nodes))
+            for child in current.children:
+                assert child._ops is not None
+                counts.update(child._ops)
+            current._ops = counts
 
     def _op_table(self, graph: Graph) -> _OpTable | None:
         if not self._ops_table_made:
@@ -176,7 +204,7 @@ class ScopeTree:
 
     # -- building ---------------------------------------------------------------
     def _scope_for(self, prefix: str) -> Scope:
-        parts = [p for p in prefix.split("/") if p]
+        parts = scope_parts(prefix)
         scope = self.root
         path = ""
         for part in parts:
@@ -265,8 +293,12 @@ class ScopeTree:
             scope.first = first or 0
             scope.children.sort(key=_first_index)
 
-    def _split(self, graph: Graph, index: GraphIndex, scope: Scope) -> None:
-        """Regroup a scope's items into synthetic groups of at most SCOPE_ITEMS_MAX items."""
+    def _split(self, graph: Graph, index: GraphIndex, scope: Scope) -> list[Scope]:
+        """Regroup a scope's items into synthetic groups; returns the groups.
+
+        At most SCOPE_ITEMS_MAX groups; a group may still hold more items than that when
+        there are more than SCOPE_ITEMS_MAX² of them, and is split in its turn.
+        """
         folded = index.folded_nodes
         members: list[tuple[int, int, Scope | int]] = [(i, i not in folded, i) for i in scope.nodes]
         members += [(child.first, 1, child) for child in scope.children]
@@ -308,15 +340,16 @@ class ScopeTree:
             group.first = min([*group.nodes, *(c.first for c in group.children)])
             scope.children.append(group)
         scope.items = len(scope.children)
-        for group in scope.children:
-            if group.items > SCOPE_ITEMS_MAX:
-                self._split(graph, index, group)
+        return scope.children
 
     def _group_label(self, graph: Graph, chunk: list[Scope | int], taken: set[str]) -> str:
         def name(member: Scope | int) -> str:
+            # Shortened: a group's label is part of its path, and a name may be 1 MB long.
             if isinstance(member, Scope):
-                return member.label
-            return as_text(graph.nodes[member].name).rpartition("/")[2] or "?"
+                return shorten(member.label, GROUP_NAME_CHARS)
+            raw = graph.nodes[member].name
+            last = (raw if isinstance(raw, str) else as_text(raw)).rpartition("/")[2]
+            return as_text(shorten(last, GROUP_NAME_CHARS)) or "?"
 
         label = name(chunk[0]) if len(chunk) == 1 else f"{name(chunk[0])} … {name(chunk[-1])}"
         base, k = label, 2
@@ -325,6 +358,18 @@ class ScopeTree:
             k += 1
         taken.add(label)
         return label
+
+
+def scope_parts(prefix: str) -> list[str]:
+    """The scope components of a name prefix: its non-empty parts, at most SCOPE_DEPTH_MAX.
+
+    Scans only as far as it needs, at C speed: a 1 MB name of parts or of bare ``/``
+    costs one pass, not a list of every part.
+    """
+    return [m.group() for m in islice(_PART.finditer(prefix), SCOPE_DEPTH_MAX)]
+
+
+_PART = re.compile("[^/]+")
 
 
 def _scopes_from_metadata(graph: Graph) -> bool:
