@@ -13,8 +13,8 @@ from .summary import human_bytes
 
 JSON_KEYS = (
     "name", "graph", "kind", "dtype", "shape", "parameters", "bytes", "location", "min", "max",
-    "mean", "std", "abs_max", "zeros", "nan", "inf", "p1", "p50", "p99", "quantization",
-    "flags", "error",
+    "mean", "std", "abs_max", "zeros", "nan", "inf", "p1", "p50", "p99", "integer",
+    "quantization", "flags", "error",
 )  # fmt: skip
 
 
@@ -42,23 +42,46 @@ def _cell(value: Any) -> str:
     return _terminal_safe(str(value))
 
 
+#: (column, width); the name is cut on the left past its width, every other column widens
+#: to fit its values: a number is never cut (INT64_MIN is -9223372036854775808, not -92233…).
+_TABLE_COLUMNS = (("name", 48), ("dtype", 9), ("shape", 14), ("bytes", 9), ("location", 9),
+                  ("min", 10), ("max", 10), ("std", 10), ("flags", 0))  # fmt: skip
+
+
+def _table_cell(row: dict[str, Any], column: str) -> str:
+    if column == "bytes":
+        return human_bytes(row["bytes"])
+    if column == "flags" and row.get("error"):
+        return "ERROR: " + _terminal_safe(str(row["error"]))
+    if column == "flags" and str(row.get("quantization") or "").startswith("quantized ("):
+        return ", ".join(filter(None, [row.get("flags"), "scale unknown"]))
+    return _cell(row.get(column))
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
-    columns = [("name", 48), ("dtype", 9), ("shape", 14), ("bytes", 9), ("location", 9),
-               ("min", 10), ("max", 10), ("std", 10), ("flags", 24)]  # fmt: skip
-    lines = ["  ".join(f"{c:<{w}}" for c, w in columns).rstrip()]
-    for row in rows:
-        cells = []
-        for column, width in columns:
-            text = human_bytes(row["bytes"]) if column == "bytes" else _cell(row.get(column))
-            if column == "flags" and row.get("error"):
-                text = "ERROR: " + _terminal_safe(str(row["error"]))
-                cells.append(text)
-                continue
-            if len(text) > width:
-                text = "…" + text[-(width - 1) :] if column == "name" else text[: width - 1] + "…"
-            cells.append(f"{text:<{width}}")
-        lines.append("  ".join(cells).rstrip())
+    cells = [[_table_cell(row, c) for c, _ in _TABLE_COLUMNS] for row in rows]
+    widths = []
+    for i, (column, width) in enumerate(_TABLE_COLUMNS):
+        if column != "name":
+            width = max([width, len(column), *(len(line[i]) for line in cells)])
+        widths.append(width)
+    lines = ["  ".join(f"{c:<{w}}" for (c, _), w in zip(_TABLE_COLUMNS, widths)).rstrip()]
+    for line in cells:
+        name = line[0]
+        if len(name) > widths[0]:
+            line[0] = "…" + name[-(widths[0] - 1) :]
+        lines.append("  ".join(f"{t:<{w}}" for t, w in zip(line, widths)).rstrip())
     return "\n".join(lines)
+
+
+def _attribute_line(rows: list[dict[str, Any]]) -> str | None:
+    """ "in attributes: N values in K nodes" when parameters live in node attributes."""
+    held = [r for r in rows if r.get("kind") == "attribute"]
+    if not held:
+        return None
+    nodes = {(r.get("graph"), r.get("node")) for r in held}
+    values = sum(int(r.get("parameters") or 0) for r in held)
+    return f"in attributes: {values} values in {len(nodes)} nodes"
 
 
 def _cmd_weights(args: argparse.Namespace) -> int:
@@ -80,6 +103,7 @@ def _cmd_weights(args: argparse.Namespace) -> int:
         )
     finally:
         model.close()
+    everything = rows
     if args.top is not None:
         rows = rows[: args.top]
     if args.json:
@@ -92,6 +116,9 @@ def _cmd_weights(args: argparse.Namespace) -> int:
         bad = sum(1 for r in rows if r.get("error"))
         flagged = sum(1 for r in rows if r.get("flags"))
         print(f"{len(rows)} tensors, {flagged} flagged, {bad} unreadable")
+        parameters = sum(int(r.get("parameters") or 0) for r in everything)
+        attributes = _attribute_line(everything)  # the model's totals, whatever --top shows
+        print(f"{parameters} parameters in all" + (f", {attributes}" if attributes else ""))
     return 0
 
 

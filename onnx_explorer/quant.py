@@ -3,8 +3,14 @@
 A weight stored as integers (or float8) is turned into real numbers by its consumer:
 ``DequantizeLinear(x, x_scale, x_zero_point)``, the weight inputs of ``QLinearConv``
 / ``QLinearMatMul``, and the com.microsoft ops ``QGemm``, ``DynamicQuantizeMatMul``,
-``MatMulIntegerToFloat``, ``QAttention`` and ``MatMulNBits`` (4/8-bit blocks packed in
-uint8). :func:`find_dequantization` reads the scale and zero point (initializers or
+``MatMulIntegerToFloat``, ``QAttention``, ``DynamicQuantizeLSTM`` and ``MatMulNBits``
+(4/8-bit blocks packed in uint8). ``MatMulInteger`` / ``ConvInteger`` (what onnxruntime's
+dynamic quantization writes) name only zero points; their scale is applied by the ``Mul``
+after them (``Mul(Cast(y), a_scale * w_scale)``), whose constant operand is read. A weight
+whose zero point is known but whose scale is not raises :class:`ScaleUnknownError`, so
+callers label it "quantized (scale unknown)" instead of dequantizing it wrongly.
+
+:func:`find_dequantization` reads the scale and zero point (initializers or
 Constant outputs, also of enclosing graphs) and returns a :class:`Dequantization`
 that statistics and histograms accept::
 
@@ -87,8 +93,8 @@ class Dequantization:
         if self.axis is None:
             return []
         rank = len(self.shape)
-        if self.block_size:
-            param_shape = tuple(self.scale.shape)
+        if self.block_size or (self.scale.ndim == rank and rank > 1):
+            param_shape = tuple(self.scale.shape)  # blocked, or broadcast over the 1-dims
         else:  # per-axis: the 1-D scale broadcast along ``axis``
             param_shape = tuple(self.shape[d] if d == self.axis else 1 for d in range(rank))
         plan = []
@@ -228,15 +234,22 @@ def _gemm_b(node: Node, rank: int) -> int:
     return 0 if _attr(node, "transB", 0) else 1
 
 
+def _lstm_gates(node: Node, rank: int) -> int:
+    return 0  # a 1-D scale of DynamicQuantizeLSTM: one per direction
+
+
 @dataclass(frozen=True)
 class _Rule:
-    scale: int  # input position of the scale
+    scale: int | None  # input position of the scale; None: the Mul after the node applies it
     zero_point: int | None  # input position of the zero point
     axis: AxisRule  # axis of a 1-D scale
+    expand: tuple[int, ...] = ()  # where a scale of rank > 1 gets the 1-dims of the tensor's
 
 
 _DEQUANTIZE = {0: _Rule(1, 2, _dq_axis)}
 _QLINEAR_CONV = {3: _Rule(4, 5, _output_channels)}
+_MATMUL_INTEGER = {1: _Rule(None, 3, _columns)}  # A, B, a_zero_point, b_zero_point
+_CONV_INTEGER = {1: _Rule(None, 3, _output_channels)}  # x, w, x_zero_point, w_zero_point
 #: (domain, op) → {input position of a quantized weight: where its parameters are}.
 RULES: dict[tuple[str, str], dict[int, _Rule]] = {
     ("", "DequantizeLinear"): _DEQUANTIZE,
@@ -244,10 +257,23 @@ RULES: dict[tuple[str, str], dict[int, _Rule]] = {
     ("", "QLinearConv"): _QLINEAR_CONV,
     ("com.microsoft", "QLinearConv"): _QLINEAR_CONV,
     ("", "QLinearMatMul"): {0: _Rule(1, 2, _rows), 3: _Rule(4, 5, _columns)},
+    ("", "MatMulInteger"): _MATMUL_INTEGER,
+    ("com.microsoft", "MatMulInteger"): _MATMUL_INTEGER,
+    ("", "ConvInteger"): _CONV_INTEGER,
+    ("com.microsoft", "ConvInteger"): _CONV_INTEGER,
     ("com.microsoft", "QGemm"): {3: _Rule(4, 5, _gemm_b)},
+    # A, B, b_scale, b_zero_point, bias
     ("com.microsoft", "DynamicQuantizeMatMul"): {1: _Rule(2, 3, _columns)},
+    # A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias
     ("com.microsoft", "MatMulIntegerToFloat"): {1: _Rule(3, 5, _columns)},
+    # input, weight, bias, input_scale, weight_scale, mask_index, input_zp, weight_zp, past
     ("com.microsoft", "QAttention"): {1: _Rule(4, 7, _columns)},
+    # X, W, R, B, seq_lens, initial_h, initial_c, P, W_scale, W_zp, R_scale, R_zp; W and R
+    # are [directions, in, 4*hidden], scales [directions] or [directions, 4*hidden]
+    ("com.microsoft", "DynamicQuantizeLSTM"): {
+        1: _Rule(8, 9, _lstm_gates, expand=(1,)),
+        2: _Rule(10, 11, _lstm_gates, expand=(1,)),
+    },
 }
 _NBITS = ("com.microsoft", "MatMulNBits")
 
@@ -341,20 +367,75 @@ def _input(node: Node, position: int | None) -> str:
     return node.inputs[position]
 
 
+class ScaleUnknownError(TensorDataError):
+    """The tensor is quantized (a consumer names its zero point) but its scale is not stored."""
+
+
+def _scale_after(graph: Graph, node: Node, lookup: ConstantLookup) -> tuple[str, np.ndarray]:
+    """The weight's scale of an integer op, from the ``Mul`` that makes its result real:
+    ``Mul(Cast(y), s)`` with ``s`` stored, or ``s = Mul(a_scale, w_scale)`` with ``w_scale``
+    stored (onnxruntime's dynamic quantization; the activation's scale is computed)."""
+    what = f"quantized (scale unknown): {node.qualified_op} {node.name!r} names no scale"
+    value = node.outputs[0] if node.outputs else ""
+    for _ in range(4):  # through Cast / Identity to the Mul
+        readers = graph.consumers(value) if value else ()
+        if len(readers) != 1:
+            break
+        reader = readers[0]
+        if reader.op_type in ("Cast", "Identity") and reader.outputs:
+            value = reader.outputs[0]
+            continue
+        if reader.op_type != "Mul" or len(reader.inputs) != 2:
+            break
+        other = reader.inputs[1] if reader.inputs[0] == value else reader.inputs[0]
+        if lookup.tensor(graph, other) is not None:
+            return other, lookup.array(graph, other, "scale", reader)
+        producer = graph.producer(other)
+        if producer is None or producer.op_type != "Mul":
+            break
+        stored = [n for n in producer.inputs if lookup.tensor(graph, n) is not None]
+        if not stored:
+            break
+        arrays = [lookup.array(graph, n, "scale", producer) for n in stored]
+        # The weight's scale is the per-channel one, else the second (onnxruntime's order).
+        pick = next((i for i, a in enumerate(arrays) if a.size > 1), len(arrays) - 1)
+        return stored[pick], arrays[pick]
+    raise ScaleUnknownError(what + " and no Mul after it multiplies by a stored scale")
+
+
 def _linear(
     graph: Graph, node: Node, name: str, shape: tuple[int, ...], rule: _Rule, lookup: ConstantLookup
 ) -> Dequantization:
-    scale_name = _input(node, rule.scale)
-    if not scale_name:
-        raise TensorDataError(f"{node.op_type} {node.name!r} has no scale input")
-    scale = lookup.array(graph, scale_name, "scale", node)
     zp_name = _input(node, rule.zero_point)
+    if rule.scale is None:
+        scale_name, scale = _scale_after(graph, node, lookup)
+        if scale.size > 1:  # shaped to broadcast over the op's output, e.g. [M, 1, 1]
+            scale = scale.reshape(-1)
+    else:
+        scale_name = _input(node, rule.scale)
+        if not scale_name:
+            raise TensorDataError(f"{node.op_type} {node.name!r} has no scale input")
+        if lookup.tensor(graph, scale_name) is None:
+            raise ScaleUnknownError(
+                f"quantized (scale unknown): {node.qualified_op} {node.name!r} computes its "
+                f"scale {scale_name!r} at run time"
+            )
+        scale = lookup.array(graph, scale_name, "scale", node)
     zp = lookup.array(graph, zp_name, "zero point", node) if zp_name else None
-    if zp is not None and zp.shape != scale.shape and zp.size != scale.size:
-        raise TensorDataError(
-            f"{node.op_type} {node.name!r}: zero point {zp_name!r} has shape {zp.shape}, "
-            f"scale {scale_name!r} has {scale.shape}"
-        )
+    if zp is not None and zp.size != scale.size:
+        if zp.size == 1:  # one zero point, a scale per channel (or the other way round)
+            zp = np.broadcast_to(zp.reshape(-1)[:1], scale.shape)
+        elif scale.size == 1:
+            scale = np.broadcast_to(scale.reshape(-1)[:1], zp.shape)
+        else:
+            raise TensorDataError(
+                f"{node.op_type} {node.name!r}: zero point {zp_name!r} has shape {zp.shape}, "
+                f"scale {scale_name!r} has {scale.shape}"
+            )
+    rank = len(shape)
+    if rule.expand and scale.ndim > 1 and scale.ndim + len(rule.expand) == rank:
+        zp = None if zp is None else np.expand_dims(zp.reshape(scale.shape), rule.expand)
+        scale = np.expand_dims(scale, rule.expand)
 
     def make(axis: int | None = None, block_size: int = 0) -> Dequantization:
         return Dequantization(
@@ -363,9 +444,17 @@ def _linear(
             scale_name=scale_name, zero_point_name=zp_name,
         )  # fmt: skip
 
-    rank = len(shape)
     if scale.size == 1:
         return make()
+    if rule.expand and scale.ndim == rank:
+        expected = tuple(1 if d in rule.expand else shape[d] for d in range(rank))
+        if scale.shape != expected:
+            raise TensorDataError(
+                f"{node.op_type} {node.name!r}: scale {scale_name!r} has shape "
+                f"{tuple(d for d in scale.shape if d != 1)}, expected "
+                f"{tuple(d for i, d in enumerate(expected) if i not in rule.expand)} for {shape}"
+            )
+        return make(rank - 1)
     block = _attr(node, "block_size", 0)
     axis = rule.axis(node, rank)
     axis = axis + rank if axis < 0 else axis
@@ -426,6 +515,7 @@ __all__ = [
     "ConstantLookup",
     "Dequantization",
     "NBitsDequantization",
+    "ScaleUnknownError",
     "dequantization_for",
     "find_dequantization",
 ]

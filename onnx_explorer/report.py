@@ -4,7 +4,13 @@
 (initializers, Constant values and tensor attributes, in subgraphs and functions
 too), one tensor at a time, releasing each before the next, so memory stays flat
 over a multi-gigabyte model. A tensor that cannot be read becomes a row with an
-``error`` and the report goes on.
+``error`` and the report goes on. Learned values of ``ai.onnx.ml`` nodes stored as
+attribute lists (tree ensembles, SVMs, linear models...) are rows too, of kind
+``"attribute"`` (see :mod:`onnx_explorer.attribute_parameters`).
+
+``integer`` is True when the statistics describe integers: indices, shapes, Slice bounds
+(whose ``INT64_MAX`` sentinels are not magnitudes) or quantized weights read raw. Sorting
+by a statistic ranks such rows after those of real values, and they are never outliers.
 
 Flags (the ``flags`` column, comma-separated):
 
@@ -12,22 +18,23 @@ Flags (the ``flags`` column, comma-separated):
 - ``all_zero``: every element is zero;
 - ``fp16_overflow``: a finite float value beyond float16's range (|x| > 65504), so a
   conversion to float16 would make it infinite;
-- ``outlier``: a value farther than ``outlier_sigma`` (default 50) standard deviations
-  from the mean. Gaussian-like weights stay within ~6σ even with billions of values;
-  the flag marks the heavy-tailed tensors worth a look (measured from the mean so
-  that LayerNorm gains around 1.0 do not trigger it; a tensor needs at least
-  ``outlier_sigma² + 1`` values for any value to be that far).
+- ``outlier`` (real values only): a value farther than ``outlier_sigma`` (default 50)
+  standard deviations from the mean. Gaussian-like weights stay within ~6σ even with
+  billions of values; the flag marks the heavy-tailed tensors worth a look (measured
+  from the mean so that LayerNorm gains around 1.0 do not trigger it; a tensor needs at
+  least ``outlier_sigma² + 1`` values for any value to be that far).
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from .attribute_parameters import ATTRIBUTE_LOCATION, attribute_parameters
 from .errors import ExplorerError
-from .quant import ConstantLookup, dequantization_for
+from .quant import ConstantLookup, ScaleUnknownError, dequantization_for
 from .stats import FLOAT16_MAX, TensorStats
 from .summary import location_name
 
@@ -38,7 +45,7 @@ if TYPE_CHECKING:
 COLUMNS = (
     "name", "graph", "kind", "node", "dtype", "shape", "parameters", "bytes", "location",
     "min", "max", "mean", "std", "abs_max", "zeros", "nan", "inf", "p1", "p50", "p99",
-    "quantization", "flags", "error", "where",
+    "integer", "quantization", "flags", "error", "where",
 )  # fmt: skip
 _TEXT_COLUMNS = {"name", "graph", "kind", "node", "dtype", "location", "quantization", "flags",
                  "error", "where"}  # fmt: skip
@@ -60,7 +67,13 @@ def flags(stats: TensorStats, outlier_sigma: float = DEFAULT_OUTLIER_SIGMA) -> l
         found.append("all_zero")
     if stats.is_float and stats.abs_max is not None and stats.abs_max > FLOAT16_MAX:
         found.append("fp16_overflow")
-    if stats.std and stats.mean is not None and stats.min is not None and stats.max is not None:
+    if (
+        stats.is_float
+        and stats.std
+        and stats.mean is not None
+        and stats.min is not None
+        and stats.max is not None
+    ):
         spread = max(stats.max - stats.mean, stats.mean - stats.min)
         if spread > outlier_sigma * stats.std:
             found.append("outlier")
@@ -95,8 +108,12 @@ def weight_row(
         dq = dequantization_for(ref, lookup=lookup)
         if dq is not None:
             row["quantization"] = dq.describe()
+    except ScaleUnknownError as exc:  # "quantized (scale unknown): ..."
+        row["quantization"] = str(exc)
     except (ExplorerError, ValueError) as exc:
         row["quantization"] = f"unusable: {exc}"
+    if not tensor.dtype_info.is_numeric and tensor.location == ATTRIBUTE_LOCATION:
+        return row  # class labels, encoder keys: counted, but not numbers to summarize
     try:
         stats = tensor.stats(dequantize=dq if dequantize else None)
     except (ExplorerError, OSError, ValueError) as exc:
@@ -105,6 +122,7 @@ def weight_row(
     finally:
         tensor.release()
     row.update((key, getattr(stats, key)) for key in _STAT_COLUMNS)
+    row["integer"] = not stats.is_float
     row["flags"] = ", ".join(flags(stats, outlier_sigma))
     return row
 
@@ -142,6 +160,8 @@ def sort_rows(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     present = [r for r in rows if _sortable(r.get(column))]
     missing = [r for r in rows if not _sortable(r.get(column))]
     present.sort(key=lambda r: r[column], reverse=descending)
+    if column in _STAT_COLUMNS:  # INT64_MAX as a Slice end is no magnitude: reals rank first
+        present.sort(key=lambda r: bool(r.get("integer")))
     return present + missing
 
 
@@ -171,9 +191,9 @@ def weights_report(
     Ctrl-C (KeyboardInterrupt). Either way the rows done so far are returned, and a
     DataFrame's ``attrs["complete"]`` is False. ``dequantize``: for weights whose
     consumer names a scale and zero point, the statistics describe the real values.
-    ``sort``: see :func:`sort_rows`. ``weights``: a subset of ``model.weights()``.
+    ``sort``: see :func:`sort_rows`. ``weights``: a subset of :func:`report_weights`.
     """
-    refs = list(model.weights() if weights is None else weights)
+    refs = list(report_weights(model) if weights is None else weights)
     lookup = ConstantLookup()
     rows: list[dict[str, Any]] = []
     bar = _progress_bar(sum(_nbytes(r) for r in refs), progress)
@@ -207,6 +227,12 @@ def weights_report(
     return frame
 
 
+def report_weights(model: Model) -> Iterator[WeightRef]:
+    """What the report reads: :meth:`Model.weights` and the learned attribute lists."""
+    yield from model.weights()
+    yield from attribute_parameters(model)
+
+
 def _nbytes(ref: WeightRef) -> int:
     try:
         return int(ref.tensor.nbytes)
@@ -214,4 +240,12 @@ def _nbytes(ref: WeightRef) -> int:
         return 0
 
 
-__all__ = ["COLUMNS", "DEFAULT_OUTLIER_SIGMA", "flags", "sort_rows", "weight_row", "weights_report"]
+__all__ = [
+    "COLUMNS",
+    "DEFAULT_OUTLIER_SIGMA",
+    "flags",
+    "report_weights",
+    "sort_rows",
+    "weight_row",
+    "weights_report",
+]

@@ -182,7 +182,9 @@ def test_sort(model):
     sizes = [r["bytes"] for r in rows]
     assert sizes == sorted(sizes, reverse=True)  # numbers: largest first
     rows = weights_report(model, progress=False, as_list=True, sort="abs_max")
-    assert rows[0]["name"] == "big_ints"
+    assert rows[0]["name"] == "big"  # real values first: integers (indices, shapes) rank after
+    integers = [r["name"] for r in rows if r["integer"]]
+    assert integers[0] == "big_ints" and rows[0]["name"] != "big_ints"
     assert rows[-1]["abs_max"] is None  # rows without the value come last
     names = [r["name"] for r in sort_rows(rows, "name")]
     assert names == sorted(names)

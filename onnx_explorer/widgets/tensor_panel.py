@@ -227,12 +227,14 @@ class TensorPanel(QuietPicking, widgets.VBox):
 
     def _dequantization(self, tensor: Tensor) -> tuple[Any, str]:
         """How a consumer dequantizes this tensor, if one does (QuantizeLinear, QLinear*...)."""
-        from ..quant import find_dequantization
+        from ..quant import ScaleUnknownError, find_dequantization
 
         if tensor.dtype_name not in _QUANTIZED_DTYPES:
             return None, ""
         try:
             return find_dequantization(self.graph, tensor.name, tensor.shape), ""
+        except ScaleUnknownError as exc:  # "quantized (scale unknown): ..."
+            return None, str(exc)
         except (ExplorerError, ValueError) as exc:
             return None, f"scale/zero point unusable: {exc}"
 
