@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .summary import human_bytes
+from .views.text import terminal_safe
 
 JSON_KEYS = (
     "name", "graph", "kind", "dtype", "shape", "parameters", "bytes", "location", "min", "max",
@@ -27,11 +28,6 @@ def _number(value: Any) -> Any:
     return value
 
 
-def _terminal_safe(text: str) -> str:
-    """Names come from the file: show control characters (terminal escape sequences) escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def _cell(value: Any) -> str:
     if value is None:
         return ""
@@ -39,7 +35,7 @@ def _cell(value: Any) -> str:
         return f"{value:.4g}"
     if isinstance(value, tuple):
         return "×".join(str(d) for d in value) or "scalar"
-    return _terminal_safe(str(value))
+    return terminal_safe(str(value))
 
 
 #: (column, width); the name is cut on the left past its width, every other column widens
@@ -52,7 +48,7 @@ def _table_cell(row: dict[str, Any], column: str) -> str:
     if column == "bytes":
         return human_bytes(row["bytes"])
     if column == "flags" and row.get("error"):
-        return "ERROR: " + _terminal_safe(str(row["error"]))
+        return "ERROR: " + terminal_safe(str(row["error"]))
     if column == "flags" and str(row.get("quantization") or "").startswith("quantized ("):
         return ", ".join(filter(None, [row.get("flags"), "scale unknown"]))
     return _cell(row.get(column))

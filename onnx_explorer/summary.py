@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from .attribute_parameters import attribute_totals
 from .model import Model, ValueInfo
 
 
@@ -62,6 +63,9 @@ def summarize(model: Model) -> dict[str, Any]:
         where = by_location[location_name(tensor.location.kind, ref.kind)]
         where["tensors"] += 1
         where["bytes"] += nbytes
+    # ai.onnx.ml models keep learned values in attribute lists (tree thresholds, SVM
+    # coefficients): they are parameters too, counted apart so the split stays visible.
+    in_attributes = attribute_totals(model)
     graphs = list(model.graphs())
     return {
         "path": str(model.path) if model.path else None,
@@ -85,7 +89,12 @@ def summarize(model: Model) -> dict[str, Any]:
         "outputs": [_value(v) for v in model.graph.outputs],
         "initializers": sum(len(g.initializers) for g in graphs),
         "tensors": sum(row["tensors"] for row in by_dtype.values()),
-        "parameters": parameters,
+        "parameters": parameters + in_attributes.values,
+        "attribute_parameters": {
+            "values": in_attributes.values,
+            "nodes": in_attributes.nodes,
+            "bytes": in_attributes.bytes,
+        },
         "weight_bytes": weight_bytes,
         "weights_by_dtype": dict(sorted(by_dtype.items())),
         "weights_by_location": dict(sorted(by_location.items())),

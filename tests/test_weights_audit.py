@@ -334,3 +334,15 @@ def test_cli_counts_parameters_in_attributes(tmp_path, capsys):
     assert main(["weights", path, "--top", "1"]) == 0
     text = capsys.readouterr().out
     assert f"{ML_VALUES} parameters in all, in attributes: {ML_VALUES} values in 5 nodes" in text
+
+
+def test_summary_counts_parameters_in_attributes_on_their_own_line(tmp_path, capsys):
+    path = _save(tmp_path, _ml_model())
+    assert main(["summary", path]) == 0
+    text = capsys.readouterr().out
+    assert f"in attributes: {ML_VALUES} values in 5 nodes" in text
+    assert main(["summary", path, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["parameters"] == ML_VALUES  # no tensor: every parameter is in an attribute
+    assert info["attribute_parameters"]["values"] == ML_VALUES
+    assert info["attribute_parameters"]["nodes"] == 5

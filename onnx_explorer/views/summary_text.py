@@ -75,6 +75,12 @@ def format_summary(info: dict[str, Any], width: int | None = None) -> str:
         lines.append(f"  {name:<12} {row['tensors']:>6} tensors {human_bytes(row['bytes']):>10}")
     for kind, row in info["weights_by_location"].items():
         lines.append(f"  {kind:<12} {row['tensors']:>6} tensors {human_bytes(row['bytes']):>10}")
+    in_attributes = info.get("attribute_parameters") or {}
+    if in_attributes.get("values"):
+        lines.append(
+            f"  in attributes: {in_attributes['values']} values in {in_attributes['nodes']} "
+            f"nodes {human_bytes(in_attributes['bytes']):>10}"
+        )
     for title, values in (("inputs", info["inputs"]), ("outputs", info["outputs"])):
         lines.append(f"{title}")
         for v in values:
