@@ -123,3 +123,160 @@ def test_a_broken_constant_leaves_explorer_and_cli_working(
     error_lines = [line for line in out.splitlines() if "ERROR" in line]
     assert len(error_lines) == 1 and words[0] in error_lines[0]
     assert "2 tensors, 0 flagged, 1 unreadable" in out
+
+
+# -- strings that are not UTF-8 --------------------------------------------------------
+
+
+class _Markers:
+    """Distinct 4-character ASCII strings (``M000``, ``M001``…), remembered by field."""
+
+    def __init__(self) -> None:
+        self.fields: dict[str, str] = {}
+
+    def __call__(self, field: str) -> str:
+        marker = f"M{len(self.fields):03d}"
+        self.fields[marker] = field
+        return marker
+
+    def as_read(self, field: str) -> str:
+        """The text a reader shows for ``field`` once its ``M`` is an invalid byte."""
+        marker = next(m for m, f in self.fields.items() if f == field)
+        return "\ufffd" + marker[1:]
+
+
+def _every_string_field(m: _Markers) -> onnx.ModelProto:
+    """A model with a marker in every string field the ONNX reader takes from a file."""
+    fn_input, fn_output = m("function input"), m("function output")
+    function = helper.make_function(
+        m("function domain"),
+        m("function name"),
+        [fn_input],
+        [fn_output],
+        [helper.make_node("Relu", [fn_input], [fn_output], name=m("function node name"))],
+        [helper.make_opsetid("", 17), helper.make_opsetid(m("function opset domain"), 1)],
+        attributes=[m("function attribute name")],
+    )
+    function.doc_string = m("function doc_string")
+    function.attribute_proto.append(helper.make_attribute(m("function attribute default"), 1.0))
+    function.value_info.append(
+        helper.make_tensor_value_info(fn_input, TensorProto.FLOAT, [m("function dim_param")])
+    )
+    weight = numpy_helper.from_array(np.ones(2, np.float32), m("initializer name"))
+    weight.doc_string = m("initializer doc_string")
+    sparse = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.ones(1, np.float32), m("sparse initializer name")),
+        numpy_helper.from_array(np.zeros(1, np.int64), ""),
+        [2],
+    )
+    x = m("input name")
+    add = helper.make_node(
+        "Add", [x, weight.name], [m("node output")], name=m("node name"), doc_string=m("node doc")
+    )
+    attribute = helper.make_attribute(m("attribute name"), m("attribute value").encode())
+    attribute.doc_string = m("attribute doc_string")
+    add.attribute.append(attribute)
+    entry = add.metadata_props.add()
+    entry.key, entry.value = m("node metadata key"), m("node metadata value")
+    call = helper.make_node(
+        function.name, add.output, [m("call output")], domain=function.domain, name=m("call name")
+    )
+    graph = helper.make_graph(
+        [add, call],
+        m("graph name"),
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [m("dim_param")], m("input doc"))],
+        [helper.make_tensor_value_info(call.output[0], TensorProto.FLOAT, [2])],
+        [weight],
+        value_info=[helper.make_tensor_value_info(add.output[0], TensorProto.FLOAT, [2])],
+        doc_string=m("graph doc_string"),
+        sparse_initializer=[sparse],
+    )
+    model = helper.make_model(
+        graph,
+        producer_name=m("producer_name"),
+        producer_version=m("producer_version"),
+        domain=m("model domain"),
+        doc_string=m("model doc_string"),
+        opset_imports=[
+            helper.make_opsetid("", 17),
+            helper.make_opsetid(m("opset_import domain"), 1),
+            helper.make_opsetid(function.domain, 1),
+        ],
+        functions=[function],
+    )
+    helper.set_model_props(model, {m("metadata key"): m("metadata value")})
+    return model
+
+
+@pytest.fixture
+def not_utf8(tmp_path):
+    """(path, markers) of a model whose every marker's ``M`` became the byte 0xFF: the file
+    stays well-formed (same lengths), but no string field holds valid UTF-8 any more."""
+    markers = _Markers()
+    data = _every_string_field(markers).SerializeToString()
+    for marker in markers.fields:
+        assert marker.encode() in data, markers.fields[marker]
+        data = data.replace(marker.encode(), b"\xff" + marker[1:].encode())
+    path = tmp_path / "not_utf8.onnx"
+    path.write_bytes(data)
+    return path, markers
+
+
+def _strings(model) -> list[object]:
+    """Every string the model exposes: metadata, functions, graphs, values, nodes, tensors."""
+    found: list[object] = [model.producer_name, model.producer_version, model.domain]
+    found += [model.doc_string, *model.metadata_props.items(), *model.opset_imports]
+    for f in model.functions:
+        found += [f.name, f.domain, f.overload, f.doc_string, f.graph.path, *f.opset_imports]
+        found += [*f.attribute_names, *f.attribute_defaults]
+        found += [a.name for a in f.attribute_defaults.values()]
+    for g in model.graphs():
+        found += [g.name, g.doc_string, *g.value_info, *g.initializers, *g.sparse_initializers]
+        for v in (*g.declared_inputs, *g.outputs, *g.value_info.values()):
+            found += [v.name, v.doc_string, *(v.shape or ())]
+        found += [t.doc_string for t in g.initializers.values()]
+        for node in g.nodes:
+            found += [node.name, node.op_type, node.domain, node.doc_string, *node.inputs]
+            found += [*node.outputs, *node.metadata_props.items(), *node.attributes]
+            for a in node.attributes.values():
+                found += [a.name, a.doc_string, a.value]
+    inferred = model.type_inference(model)
+    for types in inferred.types.values():
+        found += list(types)
+    return found
+
+
+def _flat(values: list[object]) -> list[object]:
+    return [v for item in values for v in (item if isinstance(item, tuple) else (item,))]
+
+
+def test_strings_that_are_not_utf8_are_shown_with_replacement_characters(not_utf8):
+    path, markers = not_utf8
+    model = ox.load(path)
+    values = _flat(_strings(model))
+    assert not [v for v in values if isinstance(v, bytes)]
+    text = "\n".join(v for v in values if isinstance(v, str))
+    missing = [field for marker, field in markers.fields.items() if "\ufffd" + marker[1:] not in text]
+    assert not missing
+    assert markers.as_read("opset_import domain") in model.opset_imports
+    function = model.functions[0]
+    assert function.graph.path == f"function:{function.domain}:{function.name}"
+
+
+def test_summary_json_of_a_model_with_non_utf8_strings(not_utf8, capsys):
+    path, _ = not_utf8
+    assert main(["summary", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert any("\ufffd" in domain for domain in info["opsets"])
+    assert any("\ufffd" in name for name in info["functions"])
+
+
+def test_explorer_shows_the_body_of_a_function_with_a_non_utf8_name(not_utf8):
+    path, _ = not_utf8
+    ex = ox.explore(path)
+    function = ex.model.functions[0]
+    ex.show_graph(function.graph.path)
+    assert ex.graph is function.graph
+    assert [n.op_type for n in ex.graph.nodes] == ["Relu"]
+    ex.select(ex.graph.nodes[0].name)
+    assert ex.attribute_panel.children
