@@ -256,7 +256,9 @@ def test_strings_that_are_not_utf8_are_shown_with_replacement_characters(not_utf
     values = _flat(_strings(model))
     assert not [v for v in values if isinstance(v, bytes)]
     text = "\n".join(v for v in values if isinstance(v, str))
-    missing = [field for marker, field in markers.fields.items() if "\ufffd" + marker[1:] not in text]
+    missing = [
+        field for marker, field in markers.fields.items() if "\ufffd" + marker[1:] not in text
+    ]
     assert not missing
     assert markers.as_read("opset_import domain") in model.opset_imports
     function = model.functions[0]
@@ -280,3 +282,140 @@ def test_explorer_shows_the_body_of_a_function_with_a_non_utf8_name(not_utf8):
     assert [n.op_type for n in ex.graph.nodes] == ["Relu"]
     ex.select(ex.graph.nodes[0].name)
     assert ex.attribute_panel.children
+
+
+# -- bidirectional and control characters in the explorer's HTML ------------------------
+
+#: Characters that can disguise a name on screen: bidi embeddings, overrides, isolates and
+#: marks, and C0/C1 controls (an escape, a bell, NUL, NEL, CSI, DEL).
+DISGUISING = "\u202e\u202a\u2066\u2067\u2068\u2069\u200e\u200f\u061c\x1b\x07\x00\x85\x9b\x7f"
+
+
+def _disguised(word: str) -> str:
+    """``word`` with every disguising character in it (``admin\u202egnp.exe`` style)."""
+    return word + DISGUISING + word[::-1]
+
+
+def _disguised_model() -> onnx.ModelProto:
+    """Every string the explorer shows carries every disguising character."""
+    d = _disguised
+    weight = numpy_helper.from_array(np.ones((2, 2), np.float32), d("weight"))
+    weight.doc_string = d("weight doc")
+    body_const = helper.make_node(
+        "Constant", [], [d("body out")], name=d("body const"), value_floats=[1.0]
+    )
+    body = helper.make_graph(
+        [body_const], d("body"), [], [helper.make_tensor_value_info(d("body out"), 1, [1])]
+    )
+    matmul = helper.make_node(
+        "MatMul", [d("x"), weight.name], [d("h")], name=d("matmul"), doc_string=d("node doc")
+    )
+    entry = matmul.metadata_props.add()
+    entry.key, entry.value = d("meta key"), d("meta value")
+    custom = helper.make_node(
+        d("Op"), [d("h")], [d("y")], name=d("custom"), domain=d("domain"), note=d("string")
+    )
+    branch = helper.make_node(
+        "If", [d("cond")], [d("z")], name=d("if"), then_branch=body, else_branch=body
+    )
+    const = helper.make_node("Constant", [], [d("const")], name=d("const node"), value_ints=[1])
+    graph = helper.make_graph(
+        [matmul, custom, branch, const],
+        d("graph"),
+        [
+            helper.make_tensor_value_info(d("x"), TensorProto.FLOAT, [d("batch"), 2], d("doc")),
+            helper.make_tensor_value_info(d("cond"), TensorProto.BOOL, []),
+        ],
+        [helper.make_tensor_value_info(d("y"), TensorProto.FLOAT, None),
+         helper.make_tensor_value_info(d("z"), TensorProto.FLOAT, None)],
+        [weight],
+        doc_string=d("graph doc"),
+    )  # fmt: skip
+    model = helper.make_model(
+        graph,
+        producer_name=d("producer"),
+        producer_version=d("1.0"),
+        domain=d("model domain"),
+        doc_string=d("model doc"),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(d("domain"), 1)],
+    )
+    helper.set_model_props(model, {d("key"): d("value")})
+    return model
+
+
+def _walk(widget):
+    stack = [widget]
+    while stack:
+        w = stack.pop()
+        yield w
+        stack.extend(getattr(w, "children", ()))
+
+
+def _html(widget) -> list[str]:
+    """Every HTML string a widget tree sends to the browser."""
+    import ipywidgets as widgets
+
+    return [w.value for w in _walk(widget) if isinstance(w, widgets.HTML | widgets.HTMLMath)]
+
+
+def _labels(widget) -> list[str]:
+    """Text shown as plain text: option labels, button descriptions and tooltips."""
+    found: list[str] = []
+    for w in _walk(widget):
+        found += [str(label) for label in getattr(w, "_options_labels", ())]
+        for attr in ("description", "tooltip"):
+            value = getattr(w, attr, None)
+            found += [value] if isinstance(value, str) else []
+    return found
+
+
+def _assert_not_disguised(texts: list[str]) -> None:
+    for text in texts:
+        left = sorted({f"U+{ord(c):04X}" for c in text if c in DISGUISING})
+        assert not left, (left, text[:200])
+
+
+def test_disguising_characters_never_reach_the_explorer_raw():
+    ex = ox.explore(_disguised_model())
+    panels = [ex.node_list, ex.attribute_panel, ex.tensor_panel, ex.model_panel]
+    pages: list[str] = []
+    labels: list[str] = []
+    for tab in (TAB_TENSORS, 2, 0):  # the tensors and model tabs fill when opened
+        ex.tabs.selected_index = tab
+    for graph in [ex.model.graph, *(g for g in ex.model.graphs() if g is not ex.model.graph)]:
+        ex.show_graph(graph.path)
+        for node in graph.nodes:
+            ex.select(node.name)
+            pages += _html(ex.attribute_panel)
+            labels += _labels(ex.attribute_panel)
+        for _, name in ex.tensor_panel.listing.options:
+            ex.tensor_panel.listing.value = name
+            pages += _html(ex.tensor_panel)
+        for panel in panels:
+            pages += _html(panel)
+            labels += _labels(panel)
+    pages += _html(ex)
+    pages.append(ex.static_html(wait=0))
+    pages.append(ex.model_panel.summary.value)
+    assert len(pages) > 20 and labels
+    _assert_not_disguised(pages)
+    _assert_not_disguised(labels)
+    # ...while the names themselves are shown, each character replaced, none dropped.
+    shown = "weight" + "\ufffd" * len(DISGUISING) + "thgiew"
+    assert any(shown in page for page in pages)
+    assert any(shown in label for label in labels)
+    # The list's values are still the real names: selecting one selects that node.
+    ex.show_graph("/")
+    ex.node_list.results.value = _disguised("matmul")
+    assert ex.selected is not None and ex.selected.name == _disguised("matmul")
+
+
+@pytest.mark.graphviz
+def test_disguising_characters_are_replaced_alike_in_the_svg_and_the_html():
+    ex = ox.explore(_disguised_model())
+    assert ex.graph_view.wait(60) and ex.graph_view.svg
+    page = ex.static_html()
+    assert "<svg" in page
+    _assert_not_disguised([page, ex.graph_view.svg])
+    shown = "producer" + "\ufffd" * len(DISGUISING) + "recudorp"
+    assert shown in page.split("<svg")[0]  # the summary tables
