@@ -284,6 +284,32 @@ def test_explorer_shows_the_body_of_a_function_with_a_non_utf8_name(not_utf8):
     assert ex.attribute_panel.children
 
 
+def test_graphdef_strings_that_are_not_utf8_are_shown_with_replacement_characters():
+    from onnx_explorer.readers import graphdef_proto as pb
+
+    graph = pb.GraphDef()
+    graph.node.add(name="xM1", op="Placeholder", device="/cpu:M2")
+    relu = graph.node.add(name="y", op="ReluM3", input=["xM1"])
+    relu.attr["keyM4"].s = b"value"
+    relu.attr["T"].type = 1
+    function = graph.library.function.add()
+    function.signature.name = "fM5"
+    function.ret["outM6"] = "inM7"
+    data = graph.SerializeToString().replace(b"M", b"\xff")  # proto3: once a parse error
+    model = ox.load(data, format="graphdef")
+    x, y = model.graph.nodes
+    assert (x.name, x.device, y.op_type, y.inputs) == (
+        "x\ufffd1",
+        "/cpu:\ufffd2",
+        "Relu\ufffd3",
+        ("x\ufffd1",),
+    )
+    assert "key\ufffd4" in y.attributes and y.attributes["T"].value == "float32"
+    assert [f.name for f in model.functions] == ["f\ufffd5"]
+    info = summarize(model)
+    assert json.loads(json.dumps(info))["op_counts"] == {"Placeholder": 1, "Relu\ufffd3": 1}
+
+
 # -- bidirectional and control characters in the explorer's HTML ------------------------
 
 #: Characters that can disguise a name on screen: bidi embeddings, overrides, isolates and
