@@ -15,7 +15,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .tensors import Tensor
+import numpy as np
+
+from .dtypes import DType, dtype
+from .errors import TensorDataError
+from .tensors import ArraySource, Tensor, TensorLocation
 
 if TYPE_CHECKING:
     from .external_data import DataFiles
@@ -461,52 +465,79 @@ class Graph:
         """Output name → value of Constant nodes (many exporters keep all weights there).
 
         Covers ``value`` and ``sparse_value`` and the list forms ``value_float(s)``,
-        ``value_int(s)`` and ``value_string(s)``; computed once per graph.
+        ``value_int(s)`` and ``value_string(s)``; computed once per graph. A Constant whose
+        value attribute is missing, repeated or of the wrong kind gives a tensor whose
+        reading raises :class:`~onnx_explorer.errors.TensorDataError`: one broken node
+        never breaks the summary, the report or the explorer.
         """
         if self._constants is None:
             found: dict[str, Tensor] = {}
             for node in self.nodes:
                 if node.op_type == "Constant" and node.outputs:
-                    value = _constant_value(node)
-                    if value is not None:
-                        found[node.outputs[0]] = value
+                    found[node.outputs[0]] = _constant_value(node)
             self._constants = found
         return self._constants
 
 
-# Constant's list-valued attributes: (dtype name, numpy dtype, is a list).
-_CONSTANT_LISTS = {
-    "value_float": ("float32", "float32", False),
-    "value_floats": ("float32", "float32", True),
-    "value_int": ("int64", "int64", False),
-    "value_ints": ("int64", "int64", True),
-    "value_string": ("string", "object", False),
-    "value_strings": ("string", "object", True),
+#: Constant's value attributes (exactly one per node) → the attribute kind it must hold and,
+#: for the scalar and list forms, the dtype name and numpy dtype of the tensor they make.
+_CONSTANT_ATTRIBUTES: dict[str, tuple[str, str | None, str | None]] = {
+    "value": ("TENSOR", None, None),
+    "sparse_value": ("SPARSE_TENSOR", None, None),
+    "value_float": ("FLOAT", "float32", "float32"),
+    "value_floats": ("FLOATS", "float32", "float32"),
+    "value_int": ("INT", "int64", "int64"),
+    "value_ints": ("INTS", "int64", "int64"),
+    "value_string": ("STRING", "string", "object"),
+    "value_strings": ("STRINGS", "string", "object"),
 }
+#: The element type of a broken Constant whose value's type cannot be told (see
+#: :func:`_unreadable`).
+_UNKNOWN_DTYPE = DType("undefined", np.dtype(object), 0, is_numeric=False)
 
 
 def _same(value: Any) -> Any:
     return value
 
 
-def _constant_value(node: Node) -> Tensor | None:
-    attrs = node.attributes
-    if "value" in attrs and isinstance(attrs["value"].value, Tensor):
-        return attrs["value"].value  # type: ignore[no-any-return]
-    if "sparse_value" in attrs and isinstance(attrs["sparse_value"].value, SparseTensor):
-        return attrs["sparse_value"].value.values  # type: ignore[no-any-return]
-    for key, (dtype_name, np_dtype, is_list) in _CONSTANT_LISTS.items():
-        if key in attrs:
-            import numpy as np
+def _raise(message: str) -> np.ndarray:
+    raise TensorDataError(message)
 
-            from .dtypes import dtype
-            from .tensors import ArraySource, TensorLocation
 
-            values = attrs[key].value
-            array = np.array(list(values) if is_list else values, dtype=np_dtype)
-            source = ArraySource(partial(_same, array), TensorLocation("typed"))
-            return Tensor(node.outputs[0], dtype(dtype_name), array.shape, source)
-    return None
+def _unreadable(name: str, dtype_name: str | None, message: str) -> Tensor:
+    """A tensor that stands for a broken Constant: listed (no elements), reading it raises."""
+    source = ArraySource(partial(_raise, f"tensor {name!r}: {message}"), TensorLocation("typed"))
+    return Tensor(name, dtype(dtype_name) if dtype_name else _UNKNOWN_DTYPE, (0,), source)
+
+
+def _constant_value(node: Node) -> Tensor:
+    """The tensor a Constant node produces; a broken one (no value attribute, several, or one
+    holding the wrong kind of value) gives a tensor whose reading says what is wrong."""
+    name = node.outputs[0]
+    found = [attr for key, attr in node.attributes.items() if key in _CONSTANT_ATTRIBUTES]
+    if len(found) != 1:
+        what = "no value attribute" if not found else (
+            f"{len(found)} value attributes ({', '.join(a.name for a in found)})"
+        )  # fmt: skip
+        return _unreadable(name, None, f"Constant node {node.name!r} has {what}; it needs one")
+    attr = found[0]
+    kind, dtype_name, np_dtype = _CONSTANT_ATTRIBUTES[attr.name]
+    if attr.kind != kind:
+        return _unreadable(
+            name,
+            dtype_name,
+            f"attribute {attr.name!r} of Constant node {node.name!r} is of kind {attr.kind}, "
+            f"not {kind}",
+        )
+    if kind == "TENSOR":
+        return attr.value  # type: ignore[no-any-return]
+    if kind == "SPARSE_TENSOR":
+        return attr.value.values  # type: ignore[no-any-return]
+    assert dtype_name is not None
+    values = attr.value
+    array = np.array(list(values) if isinstance(values, tuple) else values, dtype=np_dtype)
+    source = ArraySource(partial(_same, array), TensorLocation("typed"))
+    return Tensor(name, dtype(dtype_name), array.shape, source)
 
 
 @dataclass(frozen=True)

@@ -82,8 +82,53 @@ def parse_binary(data: bytes, what: str) -> Any:
     try:
         proto.ParseFromString(data)
     except (DecodeError, RuntimeError, ValueError) as exc:
-        raise ModelFormatError(f"{what} is not a valid GraphDef: {exc}") from None
+        if "UTF-8" not in str(exc):
+            raise ModelFormatError(f"{what} is not a valid GraphDef: {exc}") from None
+        proto = _with_text_repaired(data, what)
     return _check_nonempty(proto, what)
+
+
+def _with_text_repaired(data: bytes, what: str) -> Any:
+    """A GraphDef some of whose names are not UTF-8, its strings shown with U+FFFD (as for
+    ONNX files): parsed without the UTF-8 check, repaired, and parsed again as usual. Only
+    such files pay for the second parse and the walk."""
+    lenient = pb.LenientGraphDef()
+    try:
+        lenient.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise ModelFormatError(f"{what} is not a valid GraphDef: {exc}") from None
+    _repair_strings(lenient)
+    proto = pb.GraphDef()
+    proto.ParseFromString(lenient.SerializeToString())
+    return proto
+
+
+def _text(value: str | bytes) -> str:
+    return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
+
+
+def _repeated(field: Any) -> bool:
+    repeated = getattr(field, "is_repeated", None)  # protobuf 6+; ``label`` before
+    return bool(repeated) if repeated is not None else field.label == field.LABEL_REPEATED
+
+
+def _repair_strings(message: Any) -> None:
+    """Decode, in place, every string field of ``message`` and its messages that holds bytes
+    (map keys too: the lenient messages hold map entries as plain messages)."""
+    stack = [message]
+    while stack:
+        current = stack.pop()
+        for field, value in current.ListFields():
+            if field.type == field.TYPE_STRING:
+                if _repeated(field):
+                    value[:] = [_text(v) for v in value]
+                else:
+                    setattr(current, field.name, _text(value))
+            elif field.type == field.TYPE_MESSAGE:
+                if _repeated(field):
+                    stack.extend(value)
+                else:
+                    stack.append(value)
 
 
 def strip(buf: Any, what: str) -> Stripped:

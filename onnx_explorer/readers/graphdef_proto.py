@@ -185,14 +185,16 @@ def _set_type(fp: Any, type_: str) -> None:
         fp.type_name = f".tensorflow.{type_}"
 
 
-def _add_fields(dp: Any, qualified: str, fields: list[Field]) -> None:
+def _add_fields(dp: Any, qualified: str, fields: list[Field], lenient: bool = False) -> None:
     oneofs: list[str] = []
     for name, number, type_, repeated, oneof in fields:
         fp = dp.field.add(name=name, number=number, label=_REP if repeated else _OPT)
         if type_.startswith("map<"):
             key, value = type_[4:-1].split(",")
             entry = dp.nested_type.add(name=_camel(name) + "Entry")
-            entry.options.map_entry = True
+            # Lenient: the entries as plain messages (the same bytes on the wire), since a
+            # map cannot hold a key that is not UTF-8.
+            entry.options.map_entry = not lenient
             _set_type(entry.field.add(name="key", number=1, label=_OPT), key)
             _set_type(entry.field.add(name="value", number=2, label=_OPT), value)
             fp.label = _REP
@@ -207,10 +209,18 @@ def _add_fields(dp: Any, qualified: str, fields: list[Field]) -> None:
             fp.oneof_index = oneofs.index(oneof)
 
 
-def _file() -> descriptor_pb2.FileDescriptorProto:
+def _file(lenient: bool = False) -> descriptor_pb2.FileDescriptorProto:
+    """The messages as proto3 (what TensorFlow writes), or ``lenient``: the same messages
+    with proto3's field semantics but no UTF-8 check, so that a string field holding other
+    bytes parses (Python then hands back ``bytes`` for it)."""
     fdp = descriptor_pb2.FileDescriptorProto(
         name="onnx_explorer/tensorflow_graph_subset.proto", package="tensorflow", syntax="proto3"
     )
+    if lenient:
+        fdp.syntax, fdp.edition = "editions", descriptor_pb2.EDITION_2023
+        features = fdp.options.features
+        features.field_presence = descriptor_pb2.FeatureSet.IMPLICIT
+        features.utf8_validation = descriptor_pb2.FeatureSet.NONE
     data_type = fdp.enum_type.add(name="DataType")
     for number, name in enumerate(_DATA_TYPES):
         data_type.value.add(name=f"DT_{name}", number=number)
@@ -226,7 +236,7 @@ def _file() -> descriptor_pb2.FileDescriptorProto:
         container = protos[parent].nested_type if parent else fdp.message_type
         protos[qualified] = container.add(name=short)
     for qualified, fields in _MESSAGES.items():
-        _add_fields(protos[qualified], qualified, fields)
+        _add_fields(protos[qualified], qualified, fields, lenient)
     return fdp
 
 
@@ -239,6 +249,12 @@ def _cls(name: str) -> Any:
 
 
 GraphDef: Any = _cls("GraphDef")
+#: GraphDef without the UTF-8 check on string fields (see :func:`_file`), in a pool of its own.
+_LENIENT_POOL = descriptor_pool.DescriptorPool()
+_LENIENT_POOL.Add(_file(lenient=True))
+LenientGraphDef: Any = message_factory.GetMessageClass(
+    _LENIENT_POOL.FindMessageTypeByName("tensorflow.GraphDef")
+)
 NodeDef: Any = _cls("NodeDef")
 AttrValue: Any = _cls("AttrValue")
 NameAttrList: Any = _cls("NameAttrList")
@@ -265,6 +281,7 @@ __all__ = [
     "FunctionDef",
     "FunctionDefLibrary",
     "GraphDef",
+    "LenientGraphDef",
     "NameAttrList",
     "NodeDef",
     "OpDef",

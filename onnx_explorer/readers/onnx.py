@@ -21,7 +21,7 @@ from google.protobuf.message import DecodeError
 from ..errors import ModelFormatError
 from ..external_data import DataFiles
 from ..model import Model
-from .onnx_graph import function, graph, materialize
+from .onnx_graph import function, graph, materialize, opset_imports
 from .onnx_shapes import ShapeInference
 from .onnx_values import TensorContext, _s, value_info
 from .protowire import ONNX_MODEL_SCHEMA, Stripped, strip_file, strip_payloads
@@ -55,7 +55,7 @@ def model_from_proto(
         format="onnx",
         path=path,
         ir_version=proto.ir_version,
-        opset_imports={o.domain: o.version for o in proto.opset_import},
+        opset_imports=opset_imports(proto.opset_import),
         producer_name=_s(proto.producer_name),
         producer_version=_s(proto.producer_version),
         domain=_s(proto.domain),

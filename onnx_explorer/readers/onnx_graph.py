@@ -453,14 +453,14 @@ class _FunctionParts(_GraphParts):
 
     def value_info(self) -> Mapping[str, ValueInfo]:
         if self._typed is None:
-            self._typed = {vi.name: value_info(vi) for vi in self._proto.value_info}
+            self._typed = {_s(vi.name): value_info(vi) for vi in self._proto.value_info}
         return self._typed
 
     def values(self) -> tuple[tuple[ValueInfo, ...], tuple[ValueInfo, ...], tuple[ValueInfo, ...]]:
         typed = self.value_info()
         f = self._proto
-        inputs = tuple(typed.get(n, ValueInfo(n)) for n in f.input)
-        return inputs, inputs, tuple(typed.get(n, ValueInfo(n)) for n in f.output)
+        inputs = tuple(typed.get(n, ValueInfo(n)) for n in map(_s, f.input))
+        return inputs, inputs, tuple(typed.get(n, ValueInfo(n)) for n in map(_s, f.output))
 
     def initializers(self) -> Mapping[str, Tensor]:
         return {}
@@ -476,19 +476,30 @@ def graph(ctx: TensorContext, g: onnx.GraphProto, path: str) -> Graph:
     )
 
 
+def opset_imports(protos: Iterable[onnx.OperatorSetIdProto]) -> dict[str, int]:
+    """Domain → version of a model's or a function's ``opset_import``."""
+    return {_s(o.domain): o.version for o in protos}
+
+
 def function(ctx: TensorContext, f: onnx.FunctionProto) -> Function:
-    path = f"function:{f.domain}:{f.name}" + (f":{f.overload}" if f.overload else "")
-    body = Graph.deferred(f.name, _FunctionParts(ctx, f, path), doc_string=f.doc_string, path=path)
-    defaults = {a.name: _attribute(ctx, a, f.name, "", path) for a in f.attribute_proto}
+    name, domain, overload = _s(f.name), _s(f.domain), _s(f.overload)
+    path = f"function:{domain}:{name}" + (f":{overload}" if overload else "")
+    doc_string = _s(f.doc_string)
+    body = Graph.deferred(name, _FunctionParts(ctx, f, path), doc_string=doc_string, path=path)
+    defaults = {}
+    for a in f.attribute_proto:
+        default = _attribute(ctx, a, name, "", path)
+        defaults[default.name] = default
+    declared = tuple(map(_s, f.attribute))
     return Function(
-        name=f.name,
-        domain=f.domain,
+        name=name,
+        domain=domain,
         graph=body,
-        attribute_names=tuple(f.attribute) + tuple(a for a in defaults if a not in f.attribute),
+        attribute_names=declared + tuple(a for a in defaults if a not in declared),
         attribute_defaults=defaults,
-        opset_imports={o.domain: o.version for o in f.opset_import},
-        overload=f.overload,
-        doc_string=f.doc_string,
+        opset_imports=opset_imports(f.opset_import),
+        overload=overload,
+        doc_string=doc_string,
     )
 
 
@@ -503,4 +514,4 @@ def materialize(model: Model) -> None:
                 getattr(g.nodes[0], field)
 
 
-__all__ = ["function", "graph", "materialize"]
+__all__ = ["function", "graph", "materialize", "opset_imports"]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model import Graph, InferredTypes, Model, ValueInfo
+from .onnx_values import _s
 from .protowire import MAGIC, MARKER_LENGTH
 
 _CLEAR_AT = 256  # bytes of raw_data from which a tensor is cleared in the copy
@@ -64,9 +65,9 @@ class ShapeInference:
         """Inferred types of ``proto``'s values, filed under the matching Graph (walked in
         parallel)."""
         convert = self._to_value_info
-        types = {vi.name: convert(vi) for vi in proto.value_info}
-        for vi in proto.output:
-            types.setdefault(vi.name, convert(vi))
+        types = {info.name: info for info in map(convert, proto.value_info)}
+        for info in map(convert, proto.output):
+            types.setdefault(info.name, info)
         out[id(graph)] = types
         if len(proto.node) != len(graph.nodes):
             return
@@ -75,7 +76,7 @@ class ShapeInference:
                 continue
             node_proto = proto.node[node.index]
             for a in node_proto.attribute:
-                attr = node.attributes.get(a.name)
+                attr = node.attributes.get(_s(a.name))
                 if attr is None:
                     continue
                 if attr.kind == "GRAPH":

@@ -10,6 +10,7 @@ import ipywidgets as widgets
 
 from ..model import Graph, Model, Node
 from ..tensors import Tensor
+from ..views.quoting import as_text
 from ..views.shapes import ValueTypes, value_types
 from ..views.text import attribute_text, shorten, tensor_text, value_text
 from . import html as h
@@ -28,10 +29,10 @@ _METADATA_STYLE = (
 
 
 def _link(label: str, tooltip: str, on_click: Callable[[], None]) -> widgets.Button:
-    # Button descriptions render as text, never markup: safe for model names.
+    # Button descriptions render as text, never markup; control and bidi characters go.
     button = widgets.Button(
-        description=label[:80],
-        tooltip=tooltip[:500],
+        description=as_text(label[:80]),
+        tooltip=as_text(tooltip[:500]),
         layout=widgets.Layout(width="auto", max_width="100%"),
     )
     button.on_click(lambda _b: on_click())

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Sequence
+
+from ..views.quoting import html_escape
 
 STYLE = (
     "<style>.oxe-table{border-collapse:collapse;font-size:12px;margin:2px 0}"
@@ -20,8 +21,9 @@ STYLE = (
 
 
 def esc(text: object) -> str:
-    """Escape text for HTML content and attribute values (quotes included)."""
-    return html.escape(str(text), quote=True)
+    """Escape text for HTML content and attribute values (quotes included); control and
+    bidirectional characters become U+FFFD, as in the SVG (:func:`html_escape`)."""
+    return html_escape(text)
 
 
 def table(rows: Iterable[Sequence[object]], header: Sequence[str] | None = None) -> str:

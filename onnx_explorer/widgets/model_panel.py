@@ -9,6 +9,7 @@ import ipywidgets as widgets
 
 from ..model import Model
 from ..summary import human_bytes, human_count, summarize
+from ..views.quoting import as_text
 from ..views.text import shape_text
 from . import html as h
 
@@ -50,7 +51,7 @@ class ModelPanel(widgets.VBox):
         self.check_button.on_click(lambda _b: self.check())
         graphs = [g for g in model.graphs() if g is not model.graph]
         self.graph_picker = widgets.Dropdown(
-            options=[("main graph", "/")] + [(f"{g.path}  ({len(g.nodes)} nodes)", g.path)
+            options=[("main graph", "/")] + [(as_text(f"{g.path}  ({len(g.nodes)} nodes)"), g.path)
                                              for g in graphs[:2000]],
             value="/", description="graph", layout=widgets.Layout(width="100%"),
         )  # fmt: skip

@@ -8,6 +8,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ..model import Graph
+from ..views.quoting import as_text
 from ..views.tables import NodeIndex, SearchError
 from .picking import QuietPicking
 
@@ -74,11 +75,11 @@ class NodeList(QuietPicking, widgets.VBox):
         self.index = NodeIndex(graph)
         with self.quietly():
             self.op_filter.options = [(f"all ({len(self.index):,})", "")] + [
-                (f"{op} ({n:,})", op) for op, n in self.index.op_counts.items()
+                (as_text(f"{op} ({n:,})"), op) for op, n in self.index.op_counts.items()
             ]
             self.op_filter.value = ""
             self.domain_filter.options = [("all", "")] + [
-                (f"{d} ({n:,})", d) for d, n in self.index.domain_counts.items()
+                (as_text(f"{d} ({n:,})"), d) for d, n in self.index.domain_counts.items()
             ]
             self.domain_filter.value = ""
         self.refresh()
@@ -118,7 +119,7 @@ class NodeList(QuietPicking, widgets.VBox):
         shown = self._matches[start : start + self.page_size]
         nodes = self.index.graph.nodes
         self._set_options(
-            [(f"{nodes[i].name}   [{nodes[i].op_type}]", nodes[i].name) for i in shown]
+            [(as_text(f"{nodes[i].name}   [{nodes[i].op_type}]"), nodes[i].name) for i in shown]
         )
         total = len(self._matches)
         if total:

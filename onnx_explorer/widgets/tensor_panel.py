@@ -18,6 +18,7 @@ from ..errors import ExplorerError
 from ..model import Graph
 from ..summary import human_bytes
 from ..tensors import Tensor
+from ..views.quoting import as_text
 from ..views.tables import TensorRow, sort_rows, stats_rows, tensor_rows
 from ..views.text import preview_values, shape_text
 from . import html as h
@@ -165,7 +166,7 @@ class TensorPanel(QuietPicking, widgets.VBox):
     # -- internals ---------------------------------------------------------------
     @staticmethod
     def _label(row: TensorRow) -> str:
-        return (
+        return as_text(
             f"{row.name}   {row.dtype} ⟨{row.shape_text}⟩  {human_bytes(row.nbytes)}"
             f"  {row.location}"
         )
