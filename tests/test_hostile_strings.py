@@ -385,13 +385,17 @@ def _html(widget) -> list[str]:
 
 
 def _labels(widget) -> list[str]:
-    """Text shown as plain text: option labels, button descriptions and tooltips."""
+    """Text shown as plain text: option labels, labels, button descriptions and tooltips."""
+    import ipywidgets as widgets
+
     found: list[str] = []
     for w in _walk(widget):
         found += [str(label) for label in getattr(w, "_options_labels", ())]
         for attr in ("description", "tooltip"):
             value = getattr(w, attr, None)
             found += [value] if isinstance(value, str) else []
+        if isinstance(w, widgets.Label):
+            found.append(w.value)
     return found
 
 
@@ -410,6 +414,7 @@ def test_disguising_characters_never_reach_the_explorer_raw():
         ex.tabs.selected_index = tab
     for graph in [ex.model.graph, *(g for g in ex.model.graphs() if g is not ex.model.graph)]:
         ex.show_graph(graph.path)
+        labels += _labels(ex.breadcrumb)  # inside a body: buttons named after the If node
         for node in graph.nodes:
             ex.select(node.name)
             pages += _html(ex.attribute_panel)

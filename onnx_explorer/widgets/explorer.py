@@ -17,6 +17,7 @@ import traitlets
 from ..model import Graph, Model, Node
 from ..readers import load
 from ..tensors import Tensor
+from ..views.quoting import as_text
 from . import html as h
 from .attribute_panel import AttributePanel
 from .model_panel import ModelPanel
@@ -195,10 +196,13 @@ class Explorer(widgets.VBox):
             if parent is not None:
                 chain.append((parent.name, ""))
         crumbs.append(widgets.HTML(h.STYLE + f"<b>{h.esc(name)}</b>&nbsp;›"))
-        for label, path in reversed(chain):
+        for raw_label, path in reversed(chain):
+            label = as_text(raw_label)  # node names: no bidi overrides or controls on buttons
             if path and path != self.graph_path:
                 button = widgets.Button(
-                    description=label[:60], tooltip=path[:300], layout=widgets.Layout(width="auto")
+                    description=label[:60],
+                    tooltip=as_text(path[:300]),
+                    layout=widgets.Layout(width="auto"),
                 )
                 button.on_click(lambda _b, p=path: self.show_graph(p))
                 crumbs.append(button)
