@@ -66,9 +66,10 @@ def _parse_size(text: str | None) -> int | None:
         return None
     if not (text.isascii() and text.isdigit()):
         return None
-    if len(text.lstrip("0")) > _MAX_SIZE_DIGITS:
+    significant = text.lstrip("0") or "0"
+    if len(significant) > _MAX_SIZE_DIGITS:
         return None
-    return int(text)
+    return int(significant)
 
 
 def parse_size_field(text: str | None, key: str, tensor: str) -> int | None:

@@ -53,8 +53,15 @@ def _auto_edges(lo: Any, hi: Any, bins: int, is_float: bool) -> tuple[float, flo
         first = float(lo) - 0.5
         return first, first + count * width, count
     if lo == hi:
-        return lo - 0.5, hi + 0.5, bins
+        return *_widened(lo), bins
     return float(lo), float(hi), bins
+
+
+def _widened(value: float) -> tuple[float, float]:
+    """A range around a single value: ±0.5 as numpy does, wider where 0.5 is below the
+    value's precision (±0.5 around 1e30 is no range at all: a division by zero)."""
+    half = max(0.5, abs(value) * 2.0**-20)
+    return value - half, value + half
 
 
 def histogram(
@@ -82,7 +89,7 @@ def histogram(
                 f"histogram range {range!r}: the maximum must not be below the minimum"
             )
         if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
+            lo, hi = _widened(lo)
     counts = np.zeros(bins, np.int64)
     under = over = nan = 0
     norm = bins / (hi - lo)
