@@ -288,9 +288,7 @@ HUGE_SHAPE = (1 << 62, 1 << 62)
 
 
 def test_a_graphdef_string_splat_of_2_124_elements_is_a_tensor_data_error() -> None:
-    tensor = ox.load(_graphdef("DT_STRING", HUGE_SHAPE, string_val=[b"x"])).graph.initializers[
-        "c"
-    ]
+    tensor = ox.load(_graphdef("DT_STRING", HUGE_SHAPE, string_val=[b"x"])).graph.initializers["c"]
     assert tensor.size == 1 << 124
     for read in (tensor.numpy, tensor.check, lambda: next(tensor.iter_chunks())):
         with pytest.raises(ox.TensorDataError, match="'c'"):
