@@ -3,8 +3,9 @@
 The rules (see DESIGN.md, "Security"): a ``location`` must stay inside the base
 directory; ``..``, absolute, drive-letter and UNC paths, NUL bytes, symlinks and
 non-regular files are refused; ``offset`` and ``length`` are non-negative decimal
-integers checked against the file size before anything is mapped; unknown keys
-and a stored ``basepath`` are ignored.
+integers checked against the file size before anything is read; unknown keys
+and a stored ``basepath`` are ignored. A file that shrinks after it was opened is an
+error when a tensor is read (see :class:`DataFile`), never a crash of the process.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import ExternalDataError, UnsafePathError
 
@@ -54,12 +56,20 @@ class ExternalRef:
         return _parse_size(self.length)
 
 
+#: Most digits an offset or length can need (2**64 has 20): more is not a size of any file,
+#: and Python refuses to convert strings of over 4,300 digits to int at all.
+_MAX_SIZE_DIGITS = 20
+
+
 def _parse_size(text: str | None) -> int | None:
     if text is None:
         return None
     if not (text.isascii() and text.isdigit()):
         return None
-    return int(text)
+    significant = text.lstrip("0") or "0"
+    if len(significant) > _MAX_SIZE_DIGITS:
+        return None
+    return int(significant)
 
 
 def parse_size_field(text: str | None, key: str, tensor: str) -> int | None:
@@ -67,11 +77,18 @@ def parse_size_field(text: str | None, key: str, tensor: str) -> int | None:
     if text is None:
         return None
     value = _parse_size(text)
-    if value is None:
+    if value is not None:
+        return value
+    shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+    if text.isascii() and text.isdigit():
+        where = "is past" if key == "offset" else "would run past"
         raise ExternalDataError(
-            f"tensor {tensor!r}: external data {key} {text!r} is not a non-negative integer"
+            f"tensor {tensor!r}: external data {key} {shown!r} {where} the end of any file "
+            f"(more than {_MAX_SIZE_DIGITS} digits)"
         )
-    return value
+    raise ExternalDataError(
+        f"tensor {tensor!r}: external data {key} {shown!r} is not a non-negative integer"
+    )
 
 
 def check_location(location: str, tensor: str) -> str:
@@ -120,11 +137,18 @@ def resolve_location(base_dir: Path, location: str, tensor: str) -> Path:
 
 
 class DataFile:
-    """One read-only memory map of a data file, shared by every tensor stored in it."""
+    """One data file, opened once and shared by every tensor stored in it.
+
+    The explorer's own reads (statistics, checks, previews) copy ranges with
+    ``os.pread`` into buffers it owns (:meth:`read_into`): a file that shrinks
+    meanwhile gives a short read, reported as :class:`ExternalDataError`. Only
+    :meth:`view` (``Tensor.numpy()`` of a large tensor) maps the file, lazily.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._fd: int | None = None
         self._map: mmap.mmap | None = None
         self._size: int | None = None
         self._sha1: str | None = None
@@ -146,32 +170,89 @@ class DataFile:
             raise UnsafePathError(f"data file {str(self.path)!r} is not a regular file")
         return fd
 
-    def _open(self) -> None:
-        fd = self._checked_fd()
-        try:
-            self._size = os.fstat(fd).st_size
-            self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self._size else None
-        finally:
-            os.close(fd)
+    def _opened(self) -> int:
+        """The descriptor, opened on first use (the size is the file's size at that moment)."""
+        with self._lock:
+            if self._fd is None:
+                fd = self._checked_fd()
+                self._size = os.fstat(fd).st_size
+                self._fd = fd
+            return self._fd
 
     @property
     def size(self) -> int:
-        with self._lock:
-            if self._size is None:
-                self._open()
-            assert self._size is not None
-            return self._size
+        """The file's size when it was opened (offsets in the model are checked against it)."""
+        self._opened()
+        assert self._size is not None
+        return self._size
 
-    def view(self, offset: int, length: int) -> memoryview:
-        """A zero-copy view of ``length`` bytes at ``offset`` (bounds already checked)."""
+    def check_range(self, offset: int, length: int) -> None:
+        """Raise unless ``length`` bytes at ``offset`` lie inside the file as it is now."""
         size = self.size
         if offset < 0 or length < 0 or offset + length > size:
             raise ExternalDataError(
                 f"range {offset}+{length} lies outside {str(self.path)!r} ({size} bytes)"
             )
-        if self._map is None:
+        try:
+            now = os.fstat(self._opened()).st_size
+        except OSError as exc:
+            raise ExternalDataError(
+                f"data file {str(self.path)!r} cannot be read: {exc.strerror}"
+            ) from None
+        if offset + length > now:
+            raise ExternalDataError(self._shrunk(offset + length, now))
+
+    def _shrunk(self, end: int, now: int) -> str:
+        return (
+            f"data file {str(self.path)!r} shrank to {now} bytes since it was opened (it was "
+            f"{self._size}; truncated or being rewritten?), so bytes up to {end} are gone; "
+            "load the model again"
+        )
+
+    def read_into(self, offset: int, out: Any) -> None:
+        """Fill the writable buffer ``out`` with the bytes at ``offset`` (a copy, never a map)."""
+        target = memoryview(out).cast("B")
+        self.check_range(offset, len(target))
+        fd = self._opened()
+        done = 0
+        while done < len(target):
+            try:
+                n = self._pread_into(fd, target[done:], offset + done)
+            except OSError as exc:
+                raise ExternalDataError(
+                    f"data file {str(self.path)!r} cannot be read: {exc.strerror}"
+                ) from None
+            if n == 0:  # end of file before the range ends: it shrank after the check
+                raise ExternalDataError(self._shrunk(offset + len(target), offset + done))
+            done += n
+
+    def _pread_into(self, fd: int, target: memoryview, position: int) -> int:
+        if hasattr(os, "preadv"):  # positioned: threads share the descriptor safely
+            return os.preadv(fd, [target], position)
+        with self._lock:  # pragma: no cover - Windows has no preadv
+            os.lseek(fd, position, os.SEEK_SET)
+            with open(fd, "rb", buffering=0, closefd=False) as fh:
+                return fh.readinto(target) or 0
+
+    def view(self, offset: int, length: int) -> memoryview:
+        """A zero-copy view of ``length`` bytes at ``offset`` of the file's map.
+
+        The range is checked against the file's current size first, so a file that
+        shrank before the call is an error, not a crash. The check cannot cover what
+        happens later: a view *is* the file, and touching bytes that a later truncation
+        removed is a SIGBUS, as for every memory-mapped array (``numpy.memmap``, onnx's
+        own mmap loading). That is why the explorer reads through :meth:`read_into`,
+        and maps only for ``Tensor.numpy()`` of large tensors, where the caller asked
+        for an array and a copy would double the memory.
+        """
+        self.check_range(offset, length)
+        if length == 0:
             return memoryview(b"")
-        return memoryview(self._map)[offset : offset + length]
+        with self._lock:
+            if self._map is None:
+                assert self._fd is not None and self._size is not None
+                self._map = mmap.mmap(self._fd, self._size, access=mmap.ACCESS_READ)
+            return memoryview(self._map)[offset : offset + length]
 
     def sha1(self) -> str:
         """SHA1 of the whole file, read in chunks (not through the map, to keep RSS low)."""
@@ -199,7 +280,10 @@ class DataFile:
                 with contextlib.suppress(BufferError):
                     self._map.close()
                 self._map = None
-                self._size = None
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            self._size = None
 
 
 class DataFiles:

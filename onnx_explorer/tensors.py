@@ -2,13 +2,13 @@
 
 A :class:`Tensor` knows where its bytes live through a :class:`TensorSource`.
 Nothing is read until :meth:`Tensor.numpy` or :meth:`Tensor.iter_chunks` is
-called; mapped sources return views of one shared read-only mmap per file.
+called. Bytes in files are read with ``pread`` into owned buffers, except that
+``numpy()`` of a large tensor returns a read-only view of one shared map per file.
 """
 
 from __future__ import annotations
 
 import math
-import mmap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +19,20 @@ import numpy as np
 from .dtypes import DType, decode_bytes
 from .errors import ExplorerError, ExternalDataError, TensorDataError
 from .external_data import DataFile, DataFiles, ExternalRef, parse_size_field, resolve_location
-from .stats import Dequantizer, Histogram, TensorStats, tensor_histogram, tensor_stats
+from .stats import (
+    Dequantizer,
+    Histogram,
+    Repeat,
+    TensorStats,
+    tensor_histogram,
+    tensor_stats,
+)
 
 #: Elements decoded per chunk when streaming (4 Mi elements: 16 MB of float32).
 CHUNK_ELEMENTS = 1 << 22
+#: Most elements a tensor may declare, whatever its dtype (strings have no byte size to
+#: check); beyond, numpy cannot even describe the array.
+MAX_ELEMENTS = 1 << 48
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,16 @@ class TensorSource:
         for start in range(0, count, max_elements):
             yield flat[start : start + max_elements]
 
+    def runs(
+        self, dt: DType, count: int, name: str, max_elements: int
+    ) -> Iterator[np.ndarray | Repeat]:
+        """Like :meth:`chunks`, but a value repeated many times may come as one :class:`Repeat`."""
+        yield from self.chunks(dt, count, name, max_elements)
+
+    def repeated(self, count: int) -> int:
+        """How many of ``count`` elements are repeats that are not stored (known without IO)."""
+        return 0
+
     def check(self, dt: DType, count: int, name: str) -> None:
         """Raise the error reading would raise, reading as little as possible."""
         self.array(dt, count, name)
@@ -76,90 +96,105 @@ class TensorSource:
         """Forget anything cached."""
 
 
+#: File ranges smaller than this are copied by ``numpy()`` rather than mapped: the copy is
+#: cheap, and small arrays the explorer keeps (quantization scales, label previews) then
+#: never depend on the file staying as it was.
+MAP_MIN_BYTES = 1 << 20
+
+
+def _named(error: ExplorerError, name: str) -> ExplorerError:
+    return type(error)(f"tensor {name!r}: {error}")
+
+
 class BytesSource(TensorSource):
-    """Values stored as little-endian bytes (raw_data, external data, tensor_content)."""
+    """Values stored as little-endian bytes (raw_data, external data, tensor_content).
+
+    Bytes in memory come from :meth:`buffer`; bytes in a file from :meth:`file_range`,
+    read with ``pread`` into owned buffers when streaming (a file that shrinks
+    meanwhile is an error, not a SIGBUS) and mapped only by ``numpy()`` of a large
+    tensor (see :meth:`DataFile.view` for what a map can and cannot guard against).
+    """
 
     def buffer(self, name: str) -> Any:
         raise NotImplementedError
 
-    def _checked_buffer(self, dt: DType, count: int, name: str) -> Any:
-        buf = self.buffer(name)
+    def file_range(self, name: str) -> tuple[DataFile, int, int] | None:
+        """(file, offset, length) when the bytes live in a file, checked against its size."""
+        return None
+
+    @staticmethod
+    def _check_length(length: int, dt: DType, count: int, name: str) -> None:
         expected = dt.storage_bytes(count)
-        if len(buf) != expected:
+        if length != expected:
             raise TensorDataError(
-                f"tensor {name!r}: {len(buf)} bytes of data but {dt.name} "
+                f"tensor {name!r}: {length} bytes of data but {dt.name} "
                 f"with {count} elements needs {expected}"
             )
+
+    def _checked_buffer(self, dt: DType, count: int, name: str) -> Any:
+        buf = self.buffer(name)
+        self._check_length(len(buf), dt, count, name)
         return buf
 
-    def array(self, dt: DType, count: int, name: str) -> np.ndarray:
+    def _checked_range(self, dt: DType, count: int, name: str) -> tuple[DataFile, int, int] | None:
         if not dt.is_numeric and dt.name not in ("complex64", "complex128"):
             raise TensorDataError(f"tensor {name!r}: {dt.name} cannot be stored as raw bytes")
-        return decode_bytes(self._checked_buffer(dt, count, name), dt, count)
+        where = self.file_range(name)
+        if where is not None:
+            self._check_length(where[2], dt, count, name)
+        return where
+
+    @staticmethod
+    def _read(data_file: DataFile, offset: int, length: int, name: str) -> np.ndarray:
+        raw = np.empty(length, np.uint8)
+        try:
+            data_file.read_into(offset, raw)
+        except ExplorerError as exc:
+            raise _named(exc, name) from None
+        return raw
+
+    def array(self, dt: DType, count: int, name: str) -> np.ndarray:
+        where = self._checked_range(dt, count, name)
+        if where is None:
+            return decode_bytes(self._checked_buffer(dt, count, name), dt, count)
+        data_file, offset, length = where
+        if dt.bits < 8 or length < MAP_MIN_BYTES:  # unpacking copies anyway; small: copy
+            values = decode_bytes(self._read(data_file, offset, length, name), dt, count)
+            values.flags.writeable = False  # as a mapped array: numpy() values are shared
+            return values
+        try:
+            view = data_file.view(offset, length)
+        except ExplorerError as exc:
+            raise _named(exc, name) from None
+        return decode_bytes(view, dt, count)
 
     def chunks(self, dt: DType, count: int, name: str, max_elements: int) -> Iterator[np.ndarray]:
-        buf = self._checked_buffer(dt, count, name)
-        pages = _PageDropper.for_buffer(buf)
+        where = self._checked_range(dt, count, name)
+        buf: Any = self._checked_buffer(dt, count, name) if where is None else b""
         # Packed types: cut on a whole group of bytes (4 elements fit 1, 2 or 3 bytes).
         step = max(4, max_elements - max_elements % 4)
-        try:
-            for start in range(0, count, step):
-                stop = min(count, start + step)
-                first = start * dt.bits // 8
-                last = (stop * dt.bits + 7) // 8
+        for start in range(0, count, step):
+            stop = min(count, start + step)
+            first = start * dt.bits // 8
+            last = (stop * dt.bits + 7) // 8
+            if where is not None:  # a fresh buffer per chunk: callers may keep chunks
+                data_file, offset, _ = where
+                yield decode_bytes(
+                    self._read(data_file, offset + first, last - first, name), dt, stop - start
+                )
+            else:
                 yield decode_bytes(buf[first:last], dt, stop - start)
-                if pages is not None:
-                    pages.drop(last)
-        finally:
-            if pages is not None:
-                pages.drop(len(buf), to_end=True)
 
     def check(self, dt: DType, count: int, name: str) -> None:
-        self._checked_buffer(dt, count, name)
-
-
-class _PageDropper:
-    """Unmaps the pages of a read-only file map that streaming has gone past.
-
-    Touched pages of a mapped file count in the process's resident set until
-    unmapped, so streaming a 4 GB tensor would grow RSS by 4 GB. ``MADV_DONTNEED``
-    on a read-only shared file map only drops this process's page-table entries:
-    the pages stay in the OS page cache, and a later read (an array still viewing
-    them) maps the same bytes again.
-    """
-
-    def __init__(self, mapping: mmap.mmap, base: int) -> None:
-        self._map = mapping
-        self._base = base  # offset of the streamed buffer in the map
-        self._done = base - base % mmap.PAGESIZE  # map offset below which pages are dropped
-
-    @classmethod
-    def for_buffer(cls, buf: Any) -> _PageDropper | None:
-        mapping = buf.obj if isinstance(buf, memoryview) else None
-        if not isinstance(mapping, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
-            return None
-        if len(buf) == 0:
-            return None
-        try:
-            start = np.frombuffer(buf, np.uint8).ctypes.data
-            origin = np.frombuffer(mapping, np.uint8, count=1).ctypes.data
-        except (ValueError, TypeError, BufferError):
-            return None
-        return cls(mapping, start - origin)
-
-    def drop(self, stop: int, to_end: bool = False) -> None:
-        """Drop the pages holding bytes ``[.., stop)`` of the buffer (the last partial one too
-        when ``to_end``)."""
-        end = self._base + stop
-        end = -(-end // mmap.PAGESIZE) * mmap.PAGESIZE if to_end else end - end % mmap.PAGESIZE
-        if end <= self._done:
+        where = self._checked_range(dt, count, name)
+        if where is None:
+            self._checked_buffer(dt, count, name)
             return
+        data_file, offset, length = where
         try:
-            end = min(end, len(self._map))
-            self._map.madvise(mmap.MADV_DONTNEED, self._done, end - self._done)
-        except (ValueError, OSError):  # map closed meanwhile: nothing left to drop
-            return
-        self._done = end
+            data_file.check_range(offset, length)
+        except ExplorerError as exc:
+            raise _named(exc, name) from None
 
 
 class MemoryBytes(BytesSource):
@@ -174,7 +209,7 @@ class MemoryBytes(BytesSource):
 
 
 class FileRange(BytesSource):
-    """Bytes at a known offset of a mapped file (raw_data found by the wire walk)."""
+    """Bytes at a known offset of the model file (raw_data found by the wire walk)."""
 
     def __init__(
         self, data_file: DataFile, offset: int, length: int, kind: str = "embedded"
@@ -184,11 +219,8 @@ class FileRange(BytesSource):
         self._length = length
         self.location = TensorLocation(kind, str(data_file.path), offset, length)
 
-    def buffer(self, name: str) -> Any:
-        try:
-            return self._file.view(self._offset, self._length)
-        except ExplorerError as exc:
-            raise type(exc)(f"tensor {name!r}: {exc}") from None
+    def file_range(self, name: str) -> tuple[DataFile, int, int]:
+        return self._file, self._offset, self._length
 
 
 class ExternalBytes(BytesSource):
@@ -209,14 +241,14 @@ class ExternalBytes(BytesSource):
         path = resolve_location(self._base_dir, self.ref.location, name)
         return self._files.get(path)
 
-    def buffer(self, name: str) -> Any:
+    def file_range(self, name: str) -> tuple[DataFile, int, int]:
         offset = parse_size_field(self.ref.offset, "offset", name) or 0
         length = parse_size_field(self.ref.length, "length", name)
         data_file = self.data_file(name)
         try:
             size = data_file.size
         except ExplorerError as exc:
-            raise type(exc)(f"tensor {name!r}: {exc}") from None
+            raise _named(exc, name) from None
         if offset > size:
             raise ExternalDataError(
                 f"tensor {name!r}: offset {offset} is past the end of {self.ref.location!r} "
@@ -229,7 +261,7 @@ class ExternalBytes(BytesSource):
                 f"tensor {name!r}: {length} bytes at offset {offset} run past the end of "
                 f"{self.ref.location!r} ({size} bytes; truncated?)"
             )
-        return data_file.view(offset, length)
+        return data_file, offset, length
 
     def verify_checksum(self, name: str) -> bool:
         if self.ref.checksum is None:
@@ -237,7 +269,7 @@ class ExternalBytes(BytesSource):
         try:
             digest = self.data_file(name).sha1()
         except ExplorerError as exc:
-            raise type(exc)(f"tensor {name!r}: {exc}") from None
+            raise _named(exc, name) from None
         return digest == self.ref.checksum.strip().lower()
 
 
@@ -335,6 +367,20 @@ class Tensor:
             self.dtype_info, self._checked_size(), self.name, max_elements
         )
 
+    def iter_runs(self, max_elements: int = CHUNK_ELEMENTS) -> Iterator[np.ndarray | Repeat]:
+        """As :meth:`iter_chunks`, but a value repeated many times (TensorFlow's fill of a
+        short ``*_val`` field) comes as one :class:`~onnx_explorer.stats.Repeat`, so
+        statistics of a fill cost the same whatever its length."""
+        if self._cached is not None:
+            yield from self.iter_chunks(max_elements)
+            return
+        yield from self._source.runs(self.dtype_info, self._checked_size(), self.name, max_elements)
+
+    @property
+    def repeated_elements(self) -> int:
+        """Elements that are not stored but repeat the last stored value (known without IO)."""
+        return self._source.repeated(self.size)
+
     def check(self) -> None:
         """Raise the error reading this tensor would raise (bytes are not decoded)."""
         self._source.check(self.dtype_info, self._checked_size(), self.name)
@@ -382,7 +428,7 @@ class Tensor:
         size = self.size
         if any(d < 0 for d in self.shape):
             raise TensorDataError(f"tensor {self.name!r}: negative dimension in shape {self.shape}")
-        if self.dtype_info.storage_bytes(size) > 1 << 48:
+        if size > MAX_ELEMENTS or self.dtype_info.storage_bytes(size) > 1 << 48:
             raise TensorDataError(
                 f"tensor {self.name!r}: shape {self.shape} declares {size} elements, "
                 "far more than any file can hold"

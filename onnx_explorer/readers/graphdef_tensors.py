@@ -17,12 +17,17 @@ import numpy as np
 
 from ..dtypes import DType, dtype
 from ..errors import ExplorerError, TensorDataError
+from ..stats import Repeat
 from ..tensors import FileRange, MemoryBytes, Tensor, TensorLocation, TensorSource
 from . import graphdef_proto as pb
 from .protowire import MARKER_LENGTH, Stripped
 
 #: Largest array ``numpy()`` builds from a partial fill (a splat is a free broadcast view).
 MAX_FILL_BYTES = 1 << 30
+#: Largest splat ``numpy()`` hands out as a zero-stride view. The view costs nothing, but
+#: whatever the caller does with it (sum, compare, copy) walks every element: 2**46 float32
+#: would take numpy days. Statistics of any splat take constant time (``Tensor.iter_runs``).
+MAX_VIEW_BYTES = 1 << 40
 
 # -- element types -----------------------------------------------------------------
 _QUANTIZED = {11: "qint8", 12: "quint8", 13: "qint32", 15: "qint16", 16: "quint16"}
@@ -76,10 +81,11 @@ def tf_type_name(code: int) -> str:
 class FillSource(TensorSource):
     """Typed ``*_val`` values: fewer values than elements repeat the last one (none: zeros).
 
-    Streaming (``iter_chunks``, statistics) never allocates more than the stored
-    values: the fill comes as zero-stride broadcast views. ``numpy()`` of a splat
-    (at most one stored value) is such a view too, whatever its size; a partial
-    fill is materialised only up to ``MAX_FILL_BYTES``.
+    Streaming (``iter_chunks``) never allocates more than the stored values: the
+    fill comes as zero-stride broadcast views; ``iter_runs`` (statistics) gives the
+    whole fill as one :class:`Repeat`, so a 2**46-element splat is summarised at once.
+    ``numpy()`` of a splat (at most one stored value) is a broadcast view up to
+    ``MAX_VIEW_BYTES``; a partial fill is materialised only up to ``MAX_FILL_BYTES``.
     """
 
     def __init__(self, loader: Callable[[], np.ndarray], stored: int) -> None:
@@ -117,9 +123,15 @@ class FillSource(TensorSource):
         if values.size == count:
             return values
         fill = self._fill_value(values, dt)
-        if values.size <= 1:
-            return np.broadcast_to(fill, (count,))
         nbytes = count * values.dtype.itemsize
+        if values.size <= 1:
+            if nbytes > MAX_VIEW_BYTES:
+                raise TensorDataError(
+                    f"tensor {name!r}: {count} elements all equal to {fill[0]!r} ({nbytes} "
+                    "bytes if it were an array): too many to hand out as an array; its "
+                    "statistics and histogram (stats(), histogram()) still work"
+                )
+            return np.broadcast_to(fill, (count,))
         if nbytes > MAX_FILL_BYTES:  # a few stored values must not claim gigabytes of RAM
             raise TensorDataError(
                 f"tensor {name!r}: {values.size} stored values would fill {count} elements "
@@ -140,6 +152,19 @@ class FillSource(TensorSource):
             yield values[start : min(stored, start + max_elements)]
         for start in range(stored, count, max_elements):
             yield np.broadcast_to(fill, (min(count, start + max_elements) - start,))
+
+    def runs(
+        self, dt: DType, count: int, name: str, max_elements: int
+    ) -> Iterator[np.ndarray | Repeat]:
+        values = self._stored(dt, count, name)
+        stored = min(values.size, count)
+        for start in range(0, stored, max_elements):
+            yield values[start : min(stored, start + max_elements)]
+        if count > stored:
+            yield Repeat(self._fill_value(values, dt), count - stored)
+
+    def repeated(self, count: int) -> int:
+        return max(0, count - self._stored_count)
 
     def check(self, dt: DType, count: int, name: str) -> None:
         self._stored(dt, count, name)
@@ -254,4 +279,11 @@ class TensorContext:
         return _typed_source(tp, base, dt)
 
 
-__all__ = ["MAX_FILL_BYTES", "FillSource", "TensorContext", "tf_dtype", "tf_type_name"]
+__all__ = [
+    "MAX_FILL_BYTES",
+    "MAX_VIEW_BYTES",
+    "FillSource",
+    "TensorContext",
+    "tf_dtype",
+    "tf_type_name",
+]

@@ -12,6 +12,7 @@ from ._values import (
     BLOCK_ELEMENTS,
     CHUNK_ELEMENTS,
     Dequantizer,
+    Repeat,
     ValueSource,
     ValueStream,
     array_values,
@@ -25,8 +26,8 @@ def _finite_range(values: ValueStream) -> tuple[Any, Any]:
     lo: Any = None
     hi: Any = None
     widen = values.widen
-    for _, block in values.blocks():
-        v = widen(block)
+    for _, block in values.blocks_or_repeats():
+        v = widen(block.value if isinstance(block, Repeat) else block)
         if v.size == 0:
             continue
         a, b = v.min(), v.max()
@@ -52,8 +53,15 @@ def _auto_edges(lo: Any, hi: Any, bins: int, is_float: bool) -> tuple[float, flo
         first = float(lo) - 0.5
         return first, first + count * width, count
     if lo == hi:
-        return lo - 0.5, hi + 0.5, bins
+        return *_widened(lo), bins
     return float(lo), float(hi), bins
+
+
+def _widened(value: float) -> tuple[float, float]:
+    """A range around a single value: ±0.5 as numpy does, wider where 0.5 is below the
+    value's precision (±0.5 around 1e30 is no range at all: a division by zero)."""
+    half = max(0.5, abs(value) * 2.0**-20)
+    return value - half, value + half
 
 
 def histogram(
@@ -81,24 +89,26 @@ def histogram(
                 f"histogram range {range!r}: the maximum must not be below the minimum"
             )
         if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
+            lo, hi = _widened(lo)
     counts = np.zeros(bins, np.int64)
     under = over = nan = 0
     norm = bins / (hi - lo)
     f64 = np.empty(BLOCK_ELEMENTS, np.float64)
     idx = np.empty(BLOCK_ELEMENTS, np.intp)
     widen = values.widen
-    for _, block in values.blocks():
-        v = widen(block)
+    for _, block in values.blocks_or_repeats():
+        # A repeat is binned once, then counted ``weight`` times.
+        weight = block.count if isinstance(block, Repeat) else 1
+        v = widen(block.value if isinstance(block, Repeat) else block)
         n = v.size
-        if n == 0:
+        if n == 0 or weight == 0:
             continue
         if values.is_float and not (math.isfinite(v.min()) and math.isfinite(v.max())):
             nans = np.isnan(v)
-            nan += int(np.count_nonzero(nans))
+            nan += int(np.count_nonzero(nans)) * weight
             if auto:  # the range holds every finite value: only ±inf fall outside
-                under += int(np.count_nonzero(v == -np.inf))
-                over += int(np.count_nonzero(v == np.inf))
+                under += int(np.count_nonzero(v == -np.inf)) * weight
+                over += int(np.count_nonzero(v == np.inf)) * weight
             v = v[~nans]
             n = v.size
         if n > f64.size:
@@ -106,13 +116,14 @@ def histogram(
         f = f64[:n]
         np.subtract(v, lo, out=f, dtype=np.float64)
         if not auto:  # outside the range: counted apart, and taken out of the end bins below
-            under += int(np.count_nonzero(f < 0))  # the sign of a float difference is exact
-            over += int(np.count_nonzero(v > np.float64(hi)))  # compared in float64, not v's type
+            # The sign of a float difference is exact; v is compared in float64, not its type.
+            under += int(np.count_nonzero(f < 0)) * weight
+            over += int(np.count_nonzero(v > np.float64(hi))) * weight
         f *= norm
         np.clip(f, 0, bins - 1, out=f)
         i = idx[:n]
         np.copyto(i, f, casting="unsafe")  # truncation = floor, as f >= 0
-        counts += np.bincount(i, minlength=bins)
+        counts += np.bincount(i, minlength=bins) * weight
     counts[0] -= under
     counts[-1] -= over
     edges = np.linspace(lo, hi, bins + 1)

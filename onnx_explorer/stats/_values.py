@@ -33,8 +33,33 @@ _SMALL_INTS = {
 }
 
 
+@dataclass(frozen=True)
+class Repeat:
+    """``count`` elements all equal to ``value`` (a one-element array of the stored dtype).
+
+    TensorFlow stores a constant fill as one value and a shape ("splat"): statistics
+    and histograms take such a run in one step, exactly as if it were materialised.
+    """
+
+    value: np.ndarray
+    count: int
+
+    @property
+    def size(self) -> int:
+        return self.count
+
+
+Block = np.ndarray | Repeat
+
+
 class ValueSource(Protocol):
-    """What statistics read from a tensor (:class:`onnx_explorer.Tensor` is one)."""
+    """What statistics read from a tensor (:class:`onnx_explorer.Tensor` is one).
+
+    A source whose values are mostly a repeated fill may also offer
+    ``iter_runs(max_elements)`` (chunks and :class:`Repeat` runs) and say so with a
+    non-zero ``repeated_elements``; statistics then cost the same whatever the fill's
+    length, where chunk by chunk they would walk every element.
+    """
 
     @property
     def name(self) -> str: ...
@@ -67,12 +92,20 @@ class Dequantizer(Protocol):
 
 @dataclass(frozen=True)
 class ValueStream:
-    """A restartable stream of value blocks: ``blocks()`` yields (flat offset, array)."""
+    """A restartable stream of value blocks: ``blocks()`` yields (flat offset, array).
+
+    ``runs``, when set, yields the same values with long repeats kept whole as
+    :class:`Repeat` blocks; :meth:`blocks_or_repeats` is what reductions iterate.
+    """
 
     blocks: Callable[[], Iterator[tuple[int, np.ndarray]]]
     count: int  # values the stream yields in all
     is_float: bool
     widen: Callable[[np.ndarray], np.ndarray] = field(default=lambda a: a)
+    runs: Callable[[], Iterator[tuple[int, Block]]] | None = None
+
+    def blocks_or_repeats(self) -> Iterator[tuple[int, Block]]:
+        return self.runs() if self.runs is not None else self.blocks()
 
 
 def _widener(dt: np.dtype, what: str) -> tuple[bool, Callable[[np.ndarray], np.ndarray]]:
@@ -95,13 +128,45 @@ def _widener(dt: np.dtype, what: str) -> tuple[bool, Callable[[np.ndarray], np.n
     return True, lambda a: a.astype(np.float32)
 
 
-def _split(chunks: Iterable[np.ndarray], block: int) -> Iterator[tuple[int, np.ndarray]]:
-    offset = 0
+#: Longest repeat a dequantization walks value by value (its scale may vary per position).
+MAX_DEQUANTIZED_REPEAT = 1 << 26
+
+
+def _split(
+    chunks: Iterable[np.ndarray], block: int, offset: int = 0
+) -> Iterator[tuple[int, np.ndarray]]:
     for chunk in chunks:
         flat = chunk.reshape(-1)
         for start in range(0, flat.size, block):
             yield offset + start, flat[start : start + block]
         offset += flat.size
+
+
+def _split_runs(items: Iterable[np.ndarray | Repeat], block: int) -> Iterator[tuple[int, Block]]:
+    offset = 0
+    for item in items:
+        if isinstance(item, Repeat):
+            yield offset, item
+        else:
+            yield from _split([item], block, offset)
+        offset += item.size
+
+
+def _expanded(
+    values: Block, offset: int, block: int, name: str, limit: int | None = None
+) -> Iterator[tuple[int, np.ndarray]]:
+    """A block as arrays: a repeat as zero-stride views (never a copy), if within ``limit``."""
+    if not isinstance(values, Repeat):
+        yield offset, values
+        return
+    if limit is not None and values.count > limit:
+        raise TensorDataError(
+            f"tensor {name!r}: {values.count} elements repeat one stored value; statistics "
+            "of their dequantized values would take hours (those of the stored values do not)"
+        )
+    for start in range(0, values.count, block):
+        n = min(block, values.count - start)
+        yield offset + start, np.broadcast_to(values.value, (n,))
 
 
 def tensor_values(
@@ -115,18 +180,38 @@ def tensor_values(
         raise TensorDataError(
             f"tensor {tensor.name!r} holds {tensor.dtype_info.name} values: statistics need numbers"
         )
+    # Runs only for a tensor that has repeats: a wrapper's own iter_chunks (a progress
+    # bar) otherwise stays the way values are read.
+    iter_runs = getattr(tensor, "iter_runs", None)
+    if not getattr(tensor, "repeated_elements", 0):
+        iter_runs = None
     if dequantize is not None:
         dq = dequantize
+        source = iter_runs or tensor.iter_chunks
 
         def dequantized() -> Iterator[tuple[int, np.ndarray]]:
             out = 0
-            for offset, values in _split(tensor.iter_chunks(chunk_elements), block):
-                real = dq.apply(values, offset)
-                yield out, real
-                out += real.size
+            for offset, values in _split_runs(source(chunk_elements), block):
+                for start, part in _expanded(
+                    values, offset, block, tensor.name, MAX_DEQUANTIZED_REPEAT
+                ):
+                    real = dq.apply(part, start)
+                    yield out, real
+                    out += real.size
 
         return ValueStream(dequantized, dq.output_count(tensor.size), True)
     is_float, widen = _widener(tensor.dtype, f"tensor {tensor.name!r}")
+    if iter_runs is not None:
+        runs = iter_runs
+
+        def with_repeats() -> Iterator[tuple[int, Block]]:
+            return _split_runs(runs(chunk_elements), block)
+
+        def as_arrays() -> Iterator[tuple[int, np.ndarray]]:
+            for offset, values in with_repeats():
+                yield from _expanded(values, offset, block, tensor.name)
+
+        return ValueStream(as_arrays, tensor.size, is_float, widen, with_repeats)
     return ValueStream(
         lambda: _split(tensor.iter_chunks(chunk_elements), block), tensor.size, is_float, widen
     )
@@ -144,6 +229,7 @@ __all__ = [
     "CHUNK_ELEMENTS",
     "FLOAT16_MAX",
     "Dequantizer",
+    "Repeat",
     "ValueSource",
     "ValueStream",
     "array_values",
