@@ -336,3 +336,20 @@ def test_a_histogram_of_one_repeated_large_value_has_one_full_bin(value: float) 
     assert h.edges[0] < np.float32(value) < h.edges[-1]
     splat = ox.load(_graphdef("DT_FLOAT", (10, 10), float_val=[value])).graph.initializers["c"]
     assert splat.histogram(bins=4).counts.max() == 100
+
+
+def test_selecting_a_huge_splat_in_the_explorer_shows_its_statistics_at_once() -> None:
+    data = _graphdef("DT_FLOAT", SPLAT_SHAPE, float_val=[1.5])
+    out = _run_child(
+        f"""
+        import onnx_explorer as ox
+        ex = ox.explore({data!r})
+        ex.tensor_panel.show_tensor(ex.model.graph.initializers["c"])
+        print(ex.tensor_panel.details.value)
+        print(len(ex.tensor_panel.plot.value))
+        """
+    )
+    page, png_bytes = out.rsplit("\n", 2)[:2]
+    assert "70,368,744,177,664" in page  # 2^46 elements, counted
+    assert "cannot read" not in page and "1.5" in page
+    assert int(png_bytes) > 1000  # the histogram was drawn
