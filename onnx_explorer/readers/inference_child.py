@@ -26,7 +26,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -89,7 +88,7 @@ def infer_in_child(model: bytes, time_limit: float | None = None) -> Outcome:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=_child_environment(),
+                cwd=_package_root(),
             )
         except OSError as exc:
             return Outcome(None, f"cannot start a process for ONNX shape inference: {exc}")
@@ -114,7 +113,9 @@ def infer_in_child(model: bytes, time_limit: float | None = None) -> Outcome:
     if code == _FAILED:
         return Outcome(None, f"ONNX shape inference failed ({reason[0][:200]})")
     how = f"was stopped by signal {-code}" if code < 0 else f"ended with exit code {code}"
-    return Outcome(None, f"ONNX shape inference {how}" + (f" ({reason[0][:200]})" if reason[0] else ""))
+    return Outcome(
+        None, f"ONNX shape inference {how}" + (f" ({reason[0][:200]})" if reason[0] else "")
+    )
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
@@ -122,13 +123,12 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
         process.kill()
 
 
-def _child_environment() -> dict[str, str]:
-    """This environment, with the directory this package was imported from first on
-    the child's path: the child runs the same code as its parent."""
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    return env
+def _package_root() -> str | None:
+    """The directory this package was imported from: ``-m`` puts the working directory
+    first on the child's path, so the child runs the same code as its parent (and no
+    ``onnx.py`` lying in the kernel's working directory is imported in place of onnx)."""
+    root = Path(__file__).resolve().parents[2]
+    return str(root) if root.is_dir() else None
 
 
 # -- the child ---------------------------------------------------------------------------
