@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from ..model import Graph, InferredTypes, Model, ValueInfo
 
 #: Inference runs by itself (``infer=None``) on graphs of at most this many nodes: it
-#: costs about 1.2 s per 100,000 nodes here, too much to put before a first view.
+#: costs about 1.2 s per 100,000 nodes here (plus 0.3-0.5 s to start the process it runs
+#: in), too much to put before a first view.
 INFER_AUTO_MAX_NODES = 50_000
 
 #: What :func:`inferred_types` returns (the model's own type).
