@@ -172,11 +172,15 @@ def test_one_model_is_inferred_once_however_many_threads_ask(one_second_limit, m
 def test_interrupting_the_caller_kills_the_child(monkeypatch):
     monkeypatch.setattr(inference_child, "INFERENCE_TIME_LIMIT", float(HANG_GUARD))
     main = threading.get_ident()
-    threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT)).start()
     data = _einsum_model(HOSTILE_EQUATION).SerializeToString()
+    interrupt = threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT))
+    interrupt.start()
     started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):  # what Ctrl-C / "interrupt kernel" does
-        infer_in_child(data)
+    try:
+        with pytest.raises(KeyboardInterrupt):  # what Ctrl-C / "interrupt kernel" does
+            infer_in_child(data)
+    finally:
+        interrupt.cancel()
     assert time.monotonic() - started < HANG_GUARD / 2
     assert live_children() == 0
     if sys.platform.startswith("linux"):

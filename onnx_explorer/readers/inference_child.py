@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: Seconds shape inference may run before its process is killed and the model is
-#: drawn with the file's own shapes only.
+#: drawn with the file's own shapes only; counted from the start of the child, whose
+#: own start-up (importing onnx) takes 0.3-0.5 s of it here.
 INFERENCE_TIME_LIMIT = 10.0
 
 _FAILED = 3  # the child's exit code when inference raised (the reason is on stderr)
