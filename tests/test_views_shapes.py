@@ -60,14 +60,12 @@ def test_declared_types_come_first_and_results_are_cached():
     assert inferred_types(model) is inferred_types(model)
 
 
-def test_failed_inference_is_a_note_not_an_error(monkeypatch):
-    def broken(*args, **kwargs):
-        raise onnx.shape_inference.InferenceError("[ShapeInferenceError] no luck")
-
-    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", broken)
-    model = ox.load(_embedded_model())
+def test_failed_inference_is_a_note_not_an_error():
+    proto = _embedded_model()
+    del proto.opset_import[:]  # inference (in its own process) raises: no opset for MatMul
+    model = ox.load(proto)
     types, note = value_types(model.graph, model, infer=True)
-    assert note is not None and "InferenceError" in note and "no luck" in note
+    assert note is not None and "InferenceError" in note and "No opset import" in note
     assert types.get("x").shape == ("batch", 64)  # declared types still label edges
     assert types.get("h") is None
     result = build_dot(model.graph, model, infer_shapes=True)

@@ -12,7 +12,9 @@ size-checks a payload. Payloads of 256 bytes or more are cleared the same way wh
 the model came from an in-memory proto, so small shape tensors (``Reshape``'s
 target shape) stay readable while the copy holds structure only. That is why
 ``infer_shapes_path`` (meant for protos over protobuf's 2 GB limit) is not needed:
-however large the weights, the copy is the size of the graph.
+however large the weights, the copy is the size of the graph. It is also what the
+child process that runs inference is sent (:mod:`.inference_child`: inference can
+loop for ever in C++, and only a process can be stopped).
 """
 
 from __future__ import annotations
@@ -33,14 +35,27 @@ class ShapeInference:
 
     ``proto`` is the model's ModelProto (never modified); ``to_value_info`` turns a
     ``ValueInfoProto`` into a :class:`ValueInfo` (the reader's own conversion).
+
+    Inference runs in a child process (:mod:`.inference_child`) stopped after
+    ``time_limit`` seconds (None: :data:`~.inference_child.INFERENCE_TIME_LIMIT`), for
+    small models too: the one known endless loop needs a single Einsum node, so no size
+    is small enough to be safe in the caller's process.
     """
 
-    def __init__(self, proto: Any, to_value_info: Callable[[Any], ValueInfo]) -> None:
+    def __init__(
+        self,
+        proto: Any,
+        to_value_info: Callable[[Any], ValueInfo],
+        time_limit: float | None = None,
+    ) -> None:
         self._proto = proto
         self._to_value_info = to_value_info
+        self.time_limit = time_limit
 
     def __call__(self, model: Model) -> InferredTypes:
         import onnx
+
+        from .inference_child import infer_in_child
 
         proto = self._proto
         if not isinstance(proto, onnx.ModelProto):
@@ -49,14 +64,18 @@ class ShapeInference:
             work = onnx.ModelProto()
             work.CopyFrom(proto)
             structure_only(work)
-            inferred = onnx.shape_inference.infer_shapes(
-                work, check_type=False, strict_mode=False, data_prop=False
-            )
+            data = work.SerializeToString()
         except Exception as exc:  # any failure of inference only costs the labels
-            message = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-            return InferredTypes(
-                {}, f"ONNX shape inference failed ({type(exc).__name__}: {message})"
-            )
+            return InferredTypes({}, f"ONNX shape inference failed ({_reason(exc)})")
+        del work
+        outcome = infer_in_child(data, self.time_limit)
+        if outcome.inferred is None:
+            return InferredTypes({}, outcome.error)
+        inferred = onnx.ModelProto()
+        try:
+            inferred.ParseFromString(outcome.inferred)
+        except Exception as exc:
+            return InferredTypes({}, f"ONNX shape inference failed ({_reason(exc)})")
         types: dict[int, dict[str, ValueInfo]] = {}
         self._collect(inferred.graph, model.graph, types)
         return InferredTypes(types)
@@ -84,6 +103,11 @@ class ShapeInference:
                 elif attr.kind == "GRAPHS":
                     for g_proto, g in zip(a.graphs, attr.value):
                         self._collect(g_proto, g, out)
+
+
+def _reason(exc: Exception) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}"
 
 
 def structure_only(model: Any) -> None:

@@ -4,32 +4,46 @@ Inference is the file format's own (ONNX shape inference), provided by the model
 reader as :attr:`Model.type_inference` (see ``readers/onnx_shapes.py``): views see
 its result as plain :class:`ValueInfo` and never import readers or protobuf.
 
-A model whose inference fails still draws, without the inferred labels; the
-reason is kept as a note. Results are cached per model.
+A model whose inference fails or runs out of time (the reader runs it in a child
+process with a time limit) still draws, without the inferred labels; the reason is
+kept as a note. Results are cached per model, and one inference runs per model at a
+time: a second caller (the attribute panel on the main thread while a layout thread
+infers) waits for the first one's result, which the time limit bounds, instead of
+starting a second process.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Mapping
 
 from ..model import Graph, InferredTypes, Model, ValueInfo
 
 #: Inference runs by itself (``infer=None``) on graphs of at most this many nodes: it
-#: costs about 1.2 s per 100,000 nodes here, too much to put before a first view.
+#: costs about 1.2 s per 100,000 nodes here (plus 0.3-0.5 s to start the process it runs
+#: in), too much to put before a first view.
 INFER_AUTO_MAX_NODES = 50_000
 
 #: What :func:`inferred_types` returns (the model's own type).
 Inferred = InferredTypes
 
 _CACHE: weakref.WeakKeyDictionary[Model, Inferred] = weakref.WeakKeyDictionary()
+_RUNNING: weakref.WeakKeyDictionary[Model, threading.Lock] = weakref.WeakKeyDictionary()
+_RUNNING_LOCK = threading.Lock()
 
 
 def inferred_types(model: Model) -> Inferred:
     """The format's own type inference over every graph of a model (cached; never raises)."""
     result = _CACHE.get(model)
-    if result is None:
-        result = _CACHE[model] = _infer(model)
+    if result is not None:
+        return result
+    with _RUNNING_LOCK:
+        running = _RUNNING.setdefault(model, threading.Lock())
+    with running:
+        result = _CACHE.get(model)
+        if result is None:
+            result = _CACHE[model] = _infer(model)
     return result
 
 
