@@ -267,3 +267,25 @@ def test_graphdef_encoding() -> None:
     assert graphdef_encoding((DATA / "cnn_frozen.pbtxt").read_bytes()[:4096]) == "text"
     assert graphdef_encoding((DATA / "cnn_frozen.pb").read_bytes()[:4096]) == "binary"
     assert graphdef_encoding(b"", ".pbtxt") == "text"
+
+
+def test_an_input_port_of_thousands_of_digits_is_part_of_a_name(tmp_path: Path) -> None:
+    port = "1" * 5000  # int() of it would raise ValueError (Python's 4,300-digit limit)
+    text = (
+        'node { name: "a" op: "Placeholder" }\n'
+        f'node {{ name: "b" op: "Identity" input: "a:{port}" input: "a:1" }}\n'
+    )
+    model = ox.load(_write(tmp_path, "ports.pbtxt", text))
+    node = model.graph.nodes[1]
+    assert node.inputs == (f"a:{port}", "a:1")  # kept as written; the short one is a port
+
+
+def test_a_histogram_of_integers_past_2_53_has_a_range() -> None:
+    text = (
+        'node { name: "c" op: "Const" attr { key: "value" value { tensor { dtype: DT_INT64 '
+        "tensor_shape { dim { size: 2 } } int64_val: 4611686018427387904 "
+        "int64_val: 4611686018427387905 } } } }"
+    )
+    tensor = ox.load(text.encode()).graph.initializers["c"]
+    histogram = tensor.histogram(bins=10)
+    assert histogram.total == 2 and histogram.edges[0] < histogram.edges[-1]

@@ -24,8 +24,12 @@ _DENSE_PORTS = 1024  # above this a node lists only the ports it is read from
 
 
 # -- value names -------------------------------------------------------------------
+_PORT_DIGITS = 18  # a longer "port" is no output index but part of a name (and int() of
+# thousands of digits raises ValueError)
+
+
 def _is_index(text: str) -> bool:
-    return text.isascii() and text.isdigit()
+    return text.isascii() and text.isdigit() and len(text) <= _PORT_DIGITS
 
 
 @dataclass

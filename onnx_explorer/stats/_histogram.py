@@ -51,7 +51,11 @@ def _auto_edges(lo: Any, hi: Any, bins: int, is_float: bool) -> tuple[float, flo
         width = -(-span // bins)
         count = -(-span // width)
         first = float(lo) - 0.5
-        return first, first + count * width, count
+        last = first + count * width
+        if last - first == count * width:
+            return first, last, count
+        # Past 2**53 float64 has no half-integer edges (2**62 - 0.5 is 2**62): bin as floats.
+        lo, hi = float(lo), float(hi)
     if lo == hi:
         return *_widened(lo), bins
     return float(lo), float(hi), bins
