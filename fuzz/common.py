@@ -35,7 +35,9 @@ class KnownBug:
 
     title: str
     exception: type[BaseException] | None = None
-    where: str = ""  # a source file (path suffix) among the traceback's frames
+    #: A frame of the traceback: a path suffix, optionally ``:function``
+    #: (``"onnx_explorer/views/dot.py:_emit_scope"``).
+    where: str = ""
     message: str = ""  # a regex searched in str(exception)
     #: For a hang, which cannot be caught: the tensors not read while the bug is open.
     skips_tensor: Callable[[Tensor], bool] | None = None
@@ -45,8 +47,12 @@ class KnownBug:
             return False
         if self.message and not re.search(self.message, str(exc)):
             return False
-        files = [frame.filename for frame in traceback.extract_tb(exc.__traceback__)]
-        return any(name.endswith(self.where) for name in files)
+        frames = traceback.extract_tb(exc.__traceback__)
+        return any(
+            f"{frame.filename}:{frame.name}".endswith(self.where)
+            or frame.filename.endswith(self.where)
+            for frame in frames
+        )
 
 
 # -- KNOWN_OPEN -------------------------------------------------------------------------
@@ -57,6 +63,22 @@ KNOWN_OPEN: tuple[KnownBug, ...] = (
     KnownBug(
         "GraphDef splat of 2^46 elements: statistics stream every repeated element (a hang)",
         skips_tensor=lambda t: t.location.kind == "typed" and t.size > 1 << 26,
+    ),
+    KnownBug(
+        "thousands of '/' in a node name: scopes nested that deep overflow the stack",
+        RecursionError,
+        "onnx_explorer/views/dot.py:_emit_scope",
+    ),
+    KnownBug(
+        "Constant attribute whose declared type disagrees with its value: TypeError",
+        TypeError,
+        "onnx_explorer/model.py:_constant_value",
+    ),
+    KnownBug(
+        "external-data offset/length of more than 4300 digits: int() ValueError",
+        ValueError,
+        "onnx_explorer/external_data.py:_parse_size",
+        "Exceeds the limit",
     ),
 )
 # -- end of KNOWN_OPEN ------------------------------------------------------------------

@@ -142,7 +142,7 @@ def mutate_lines(data: bytes, rng: random.Random) -> bytes:
             value = rng.choice((b"1", b"2", b"3", b"8", b"10", b"16", b"22", b"26", b"0", b"99"))
             value += b":" + dims
         else:
-            value = rng.choice(NUMBERS + (b"-0", b"+5", b" 5", b"0x10", b"\xd9\xa3"))
+            value = rng.choice((*NUMBERS, b"-0", b"+5", b" 5", b"0x10", b"\xd9\xa3"))
         lines[i] = key + b"=" + value
     elif roll < 0.5:
         lines[i] = rng.choice(KEYS) + b"=" + value
@@ -169,4 +169,3 @@ def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
 
 def custom_crossover(data1: bytes, data2: bytes, max_size: int, seed: int) -> bytes:
     return crossover_lines(data1, data2, max_size, seed)
-

@@ -159,7 +159,8 @@ _GRAPHDEF_TEXTS = {
         node { name: "c" op: "Const"
           attr { key: "value" value { tensor { dtype: DT_INT32
             tensor_shape { dim { size: 2 } dim { size: 2 } }
-            tensor_content: "\\001\\000\\000\\000\\002\\000\\000\\000\\003\\000\\000\\000\\004\\000\\000\\000" } } } }
+            tensor_content: "\\001\\000\\000\\000\\002\\000\\000\\000"
+                            "\\003\\000\\000\\000\\004\\000\\000\\000" } } } }
         node { name: "in" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
           attr { key: "shape" value { shape { dim { size: -1 } dim { size: 3 } } } } }
     """,

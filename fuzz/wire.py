@@ -168,7 +168,9 @@ def flip(tree: list[Field], rng: random.Random) -> bool:
     roll = rng.random()
     if f.wire == 0 and roll < 0.7:
         value = int(f.value) if isinstance(f.value, int) else 0
-        f.value = rng.choice(INTERESTING) if rng.random() < 0.6 else value ^ (1 << rng.randrange(64))
+        f.value = (
+            rng.choice(INTERESTING) if rng.random() < 0.6 else value ^ (1 << rng.randrange(64))
+        )
     elif f.wire == 5 or f.wire == 1:
         raw = bytearray(_as_bytes(f.value))
         raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(8)

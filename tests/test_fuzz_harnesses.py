@@ -16,10 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import onnx_explorer as ox  # noqa: E402
 from fuzz import common, make_corpus, text, wire  # noqa: E402
 from fuzz.run import HARNESSES, harness_module, with_defaults  # noqa: E402
-
-import onnx_explorer as ox  # noqa: E402
 from onnx_explorer.errors import ModelFormatError  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
