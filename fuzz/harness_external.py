@@ -89,8 +89,8 @@ def build(data: bytes) -> tuple[bytes, int, str | None]:
         key, _, value = line.partition(b"=")
         if key == b"@size":
             size = min(abs(_number(value)), MAX_FILE)
-        elif key == b"@dir":
-            data_dir = value.decode("utf-8", "replace")
+        elif key == b"@dir":  # the caller's argument, not the file's: no NUL (ValueError)
+            data_dir = value.decode("utf-8", "replace").replace("\x00", "")
         elif key in (b"@tensor", b"@constant"):
             current = _tensor(value, f"t{len(initializers) + len(nodes)}")
             if key == b"@tensor":

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz every harness for SECONDS each, one after the other: `bash fuzz/run_all.sh 12`.
+# Fuzz every harness for SECONDS each, one after the other: `bash fuzz/run_all.sh 12`,
+# or for a number of inputs each: `bash fuzz/run_all.sh -runs=1000000` (a long run).
 # CI (.ci/run) calls it with a short budget after the tests. Seeds are generated into
 # fuzz/corpus/ (plus the committed fuzz/seeds/); an input that raises anything but an
 # ExplorerError, hangs (over 10 s) or crashes is saved in test-artifacts/fuzz/ with the
@@ -7,8 +8,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=${1:?usage: fuzz/run_all.sh SECONDS_PER_HARNESS [HARNESS...]}
+budget=${1:?usage: fuzz/run_all.sh SECONDS_PER_HARNESS|-runs=N [HARNESS...]}
 shift
+case "$budget" in
+    -runs=*) limit="$budget"; per="${budget#-runs=} runs" ;;
+    *) limit="-max_total_time=$budget"; per="$budget s" ;;
+esac
 harnesses=("$@")
 if [ ${#harnesses[@]} -eq 0 ]; then harnesses=(onnx graphdef pbtxt external views); fi
 python=${PYTHON:-.venv/bin/python}
@@ -27,7 +32,7 @@ failed=0
 for harness in "${harnesses[@]}"; do
     log="$artifacts/$harness.log"
     mkdir -p "fuzz/corpus/$harness" "fuzz/seeds/$harness"
-    nice -n 10 "$python" -m fuzz.run "$harness" -max_total_time="$seconds" \
+    nice -n 10 "$python" -m fuzz.run "$harness" "$limit" \
         -artifact_prefix="$artifacts/$harness-" "fuzz/corpus/$harness" "fuzz/seeds/$harness" \
         >"$log" 2>&1
     status=$?
@@ -36,7 +41,7 @@ for harness in "${harnesses[@]}"; do
     read -r runs per_second <<<"$stats"
     if [ "$status" -eq 0 ]; then
         passed=$((passed + 1))
-        echo "fuzz $harness: ok, ${runs:-?} inputs in ${seconds} s (${per_second:-?}/s)"
+        echo "fuzz $harness: ok, ${runs:-?} inputs (budget $per, ${per_second:-?}/s)"
     else
         failed=$((failed + 1))
         echo "fuzz $harness: FINDING (exit $status), input and log in $artifacts/:"
