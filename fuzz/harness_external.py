@@ -23,7 +23,7 @@ import os
 import random
 from pathlib import Path
 
-from onnx import TensorProto, helper
+from onnx import NodeProto, TensorProto, helper
 
 import onnx_explorer as ox
 
@@ -83,7 +83,7 @@ def build(data: bytes) -> tuple[bytes, int, str | None]:
     """The model's bytes, weights.bin's size and external_data_dir, from the input lines."""
     size, data_dir = 0, None
     initializers: list[TensorProto] = []
-    nodes = []
+    nodes: list[NodeProto] = []
     current: TensorProto | None = None
     for line in data.split(b"\n")[:64]:
         key, _, value = line.partition(b"=")

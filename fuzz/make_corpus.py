@@ -49,7 +49,7 @@ def _dtype_zoo() -> onnx.ModelProto:
         numpy_helper.from_array(np.array([1 + 2j], dtype=np.complex64), "c64"),
         helper.make_tensor("typed_f32", TensorProto.FLOAT, [2, 2], [1.0, 2.0, 3.0, 4.0]),
         helper.make_tensor("typed_i32", TensorProto.INT32, [3], [1, -2, 3]),
-        helper.make_tensor("str", TensorProto.STRING, [2], [b"a", b"bc"]),
+        helper.make_tensor("str", TensorProto.STRING, [2], [b"a", b"bc"]),  # type: ignore[list-item]
         helper.make_tensor("bf16", TensorProto.BFLOAT16, [2], [1.0, -2.0]),
         helper.make_tensor("f8", TensorProto.FLOAT8E4M3FN, [3], [1.0, 0.5, -3.0]),
         helper.make_tensor("i4", TensorProto.INT4, [5], [1, -2, 3, -4, 7]),
