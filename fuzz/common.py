@@ -62,7 +62,7 @@ class KnownBug:
 KNOWN_OPEN: tuple[KnownBug, ...] = (
     KnownBug(
         "GraphDef splat of 2^46 elements: statistics stream every repeated element (a hang)",
-        skips_tensor=lambda t: t.location.kind == "typed" and t.size > 1 << 26,
+        skips_tensor=lambda t: t.location.kind == "typed" and t.size > 1 << 22,
     ),
     KnownBug(
         "thousands of '/' in a node name: scopes nested that deep overflow the stack",
