@@ -1,0 +1,1 @@
+"""Coverage-guided fuzzing of onnx_explorer with atheris (see README, "Fuzzing")."""
