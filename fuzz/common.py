@@ -59,28 +59,7 @@ class KnownBug:
 # Bugs already reported and being fixed by others. The harnesses let exactly these pass
 # so that a run finds something new. DELETE each entry once its fix is merged (and the
 # whole list when it is empty): the fuzzer then proves the fix.
-KNOWN_OPEN: tuple[KnownBug, ...] = (
-    KnownBug(
-        "GraphDef splat of 2^46 elements: statistics stream every repeated element (a hang)",
-        skips_tensor=lambda t: t.location.kind == "typed" and t.size > 1 << 22,
-    ),
-    KnownBug(
-        "thousands of '/' in a node name: scopes nested that deep overflow the stack",
-        RecursionError,
-        "onnx_explorer/views/dot.py:_emit_scope",
-    ),
-    KnownBug(
-        "Constant attribute whose declared type disagrees with its value: TypeError",
-        TypeError,
-        "onnx_explorer/model.py:_constant_value",
-    ),
-    KnownBug(
-        "external-data offset/length of more than 4300 digits: int() ValueError",
-        ValueError,
-        "onnx_explorer/external_data.py:_parse_size",
-        "Exceeds the limit",
-    ),
-)
+KNOWN_OPEN: tuple[KnownBug, ...] = ()  # empty: every bug the fuzzers found is fixed
 # -- end of KNOWN_OPEN ------------------------------------------------------------------
 
 

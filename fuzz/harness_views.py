@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 
 import onnx_explorer as ox
-from onnx_explorer.summary import format_summary, summarize
+from onnx_explorer.summary import summarize
 from onnx_explorer.views.dot import build_dot
+from onnx_explorer.views.summary_text import format_summary
 from onnx_explorer.widgets.static import static_html
 
 from . import wire

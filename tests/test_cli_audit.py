@@ -328,3 +328,19 @@ def test_real_models_are_still_read(tmp_path):
     graphdef = _ld(1, _ld(1, b"x") + _ld(2, b"Placeholder"))  # one NodeDef
     (tmp_path / "frozen.pb").write_bytes(graphdef)
     assert ox.load(tmp_path / "frozen.pb").format == "graphdef"
+
+
+def test_summary_of_a_shape_beyond_the_float_range_prints_its_size(tmp_path, capsys):
+    # 17 dims of 2^62 declare ~1.9e317 elements: float() overflows, str() has 318 digits
+    tensor = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[2**62] * 17)
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "location", "w.bin"
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["w"], ["y"])], "g", [],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], [tensor],
+    )  # fmt: skip
+    path = tmp_path / "huge.onnx"
+    path.write_bytes(onnx.helper.make_model(graph).SerializeToString())
+    assert main(["summary", str(path)]) == 0
+    assert "1.9e317 parameters" in capsys.readouterr().out
