@@ -248,16 +248,20 @@ def test_children_are_killed_when_python_exits(tmp_path):
     assert not _alive(pid)
 
 
-def test_an_orphaned_child_ends_by_itself():
-    # Were its parent killed outright, the child's own alarm still ends the endless loop.
-    data = _einsum_model(HOSTILE_EQUATION).SerializeToString()
-    if not hasattr(signal, "alarm"):
-        pytest.skip("no SIGALRM on this platform")
-    run = subprocess.run(
-        [sys.executable, "-m", "onnx_explorer.readers.inference_child", "0.5"],
-        input=data, capture_output=True, timeout=HANG_GUARD,
-    )  # fmt: skip
-    assert run.returncode == -signal.SIGALRM
+def test_without_select_on_pipes_each_request_has_a_child_of_its_own(monkeypatch):
+    # Windows cannot wait on a pipe with a deadline: one child per request, as before.
+    monkeypatch.setattr(inference_child, "_CAN_WAIT_ON_PIPES", False)
+    stop_worker()
+    assert _shape_of_y(infer_in_child(_normal(), float(HANG_GUARD))) == [7, 13, 11]
+    hostile = _einsum_model(HOSTILE_EQUATION).SerializeToString()
+    outcome = _within_guard(lambda: infer_in_child(hostile, 1.0))
+    assert outcome.inferred is None and TIMED_OUT in (outcome.error or "")
+    failed = infer_in_child(b"not a model", float(HANG_GUARD))
+    assert failed.inferred is None and "ONNX shape inference failed" in (failed.error or "")
+    warm_up()  # starts no worker there
+    assert worker_pid() is None and live_children() == 0
+    if sys.platform.startswith("linux"):
+        assert _inference_processes() == []
 
 
 def _alive(pid: int) -> bool:
@@ -309,6 +313,9 @@ def test_inferences_reuse_one_worker(one_second_limit, monkeypatch):
         caller.join(HANG_GUARD)
     assert [_shape_of_y(r) for r in results] == [[7, 13, 11]] * 3
     assert worker_pid() == pid and live_children() == 1
+    failed = infer_in_child(b"not a model")  # said why, and the worker stays
+    assert failed.inferred is None and "ONNX shape inference failed" in (failed.error or "")
+    assert worker_pid() == pid
 
 
 @needs_worker
