@@ -1,5 +1,10 @@
 """Shape inference runs in a child process with a time limit: a model that makes
-``onnx.shape_inference`` loop for ever still draws, without inferred shapes, with a note."""
+``onnx.shape_inference`` loop for ever still draws, without inferred shapes, with a note.
+
+The child is one long-lived worker per Python process (POSIX), reused by every request;
+an idle worker may outlive a test, so tests that count processes allow it and
+``stop_worker()`` ends it where a test needs none.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +24,13 @@ from onnx import TensorProto, helper
 
 import onnx_explorer as ox
 from onnx_explorer.readers import inference_child
-from onnx_explorer.readers.inference_child import infer_in_child, live_children
+from onnx_explorer.readers.inference_child import (
+    infer_in_child,
+    live_children,
+    stop_worker,
+    warm_up,
+    worker_pid,
+)
 from onnx_explorer.views.dot import build_dot
 from onnx_explorer.views.shapes import inferred_types
 from onnx_explorer.widgets.explorer import Explorer
@@ -64,13 +75,28 @@ def _inference_processes() -> list[int]:
     return found
 
 
+def _assert_at_most_the_idle_worker_left():
+    pid = worker_pid()
+    assert live_children() == (pid is not None)
+    if sys.platform.startswith("linux"):  # killed and reaped, not left as zombies
+        assert _inference_processes() == ([pid] if pid is not None else [])
+    stop_worker()
+    assert live_children() == 0 and worker_pid() is None
+    if sys.platform.startswith("linux"):
+        assert _inference_processes() == []
+
+
 @pytest.fixture
 def one_second_limit(monkeypatch):
     monkeypatch.setattr(inference_child, "INFERENCE_TIME_LIMIT", 1.0)
     yield
-    assert live_children() == 0
-    if sys.platform.startswith("linux"):
-        assert _inference_processes() == []  # killed and reaped, not left as zombies
+    _assert_at_most_the_idle_worker_left()
+
+
+needs_worker = pytest.mark.skipif(
+    not inference_child._CAN_WAIT_ON_PIPES,
+    reason="one child per request where pipes cannot be selected",
+)
 
 
 def _within_guard(call):
@@ -173,6 +199,8 @@ def test_interrupting_the_caller_kills_the_child(monkeypatch):
     monkeypatch.setattr(inference_child, "INFERENCE_TIME_LIMIT", float(HANG_GUARD))
     main = threading.get_ident()
     data = _einsum_model(HOSTILE_EQUATION).SerializeToString()
+    assert infer_in_child(_normal()).inferred is not None  # a worker is up and idle
+    worker = worker_pid()
     interrupt = threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT))
     interrupt.start()
     started = time.monotonic()
@@ -182,9 +210,13 @@ def test_interrupting_the_caller_kills_the_child(monkeypatch):
     finally:
         interrupt.cancel()
     assert time.monotonic() - started < HANG_GUARD / 2
-    assert live_children() == 0
+    assert live_children() == 0 and worker_pid() is None
     if sys.platform.startswith("linux"):
         assert _inference_processes() == []
+    if worker is not None:
+        assert not _alive(worker)
+    assert infer_in_child(_normal()).inferred is not None  # and the next request works
+    stop_worker()
 
 
 def test_children_are_killed_when_python_exits(tmp_path):
@@ -200,7 +232,7 @@ def test_children_are_killed_when_python_exits(tmp_path):
 
         model = ox.load({str(path)!r})
         threading.Thread(target=inferred_types, args=(model,), daemon=True).start()
-        while not inference_child._LIVE:
+        while inference_child.live_children() == 0:
             time.sleep(0.05)
         print(next(iter(inference_child._LIVE)).pid, flush=True)
         """
@@ -216,16 +248,20 @@ def test_children_are_killed_when_python_exits(tmp_path):
     assert not _alive(pid)
 
 
-def test_an_orphaned_child_ends_by_itself():
-    # Were its parent killed outright, the child's own alarm still ends the endless loop.
-    data = _einsum_model(HOSTILE_EQUATION).SerializeToString()
-    if not hasattr(signal, "alarm"):
-        pytest.skip("no SIGALRM on this platform")
-    run = subprocess.run(
-        [sys.executable, "-m", "onnx_explorer.readers.inference_child", "0.5"],
-        input=data, capture_output=True, timeout=HANG_GUARD,
-    )  # fmt: skip
-    assert run.returncode == -signal.SIGALRM
+def test_without_select_on_pipes_each_request_has_a_child_of_its_own(monkeypatch):
+    # Windows cannot wait on a pipe with a deadline: one child per request, as before.
+    monkeypatch.setattr(inference_child, "_CAN_WAIT_ON_PIPES", False)
+    stop_worker()
+    assert _shape_of_y(infer_in_child(_normal(), float(HANG_GUARD))) == [7, 13, 11]
+    hostile = _einsum_model(HOSTILE_EQUATION).SerializeToString()
+    outcome = _within_guard(lambda: infer_in_child(hostile, 1.0))
+    assert outcome.inferred is None and TIMED_OUT in (outcome.error or "")
+    failed = infer_in_child(b"not a model", float(HANG_GUARD))
+    assert failed.inferred is None and "ONNX shape inference failed" in (failed.error or "")
+    warm_up()  # starts no worker there
+    assert worker_pid() is None and live_children() == 0
+    if sys.platform.startswith("linux"):
+        assert _inference_processes() == []
 
 
 def _alive(pid: int) -> bool:
@@ -240,3 +276,152 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+# -- the reused worker -------------------------------------------------------------------
+def _normal() -> bytes:
+    return _einsum_model("...ij->...ji").SerializeToString()
+
+
+def _shape_of_y(outcome) -> list[int]:
+    assert outcome.error is None and outcome.inferred is not None
+    inferred = onnx.ModelProto.FromString(outcome.inferred)
+    (y,) = inferred.graph.output
+    return [d.dim_value for d in y.type.tensor_type.shape.dim]
+
+
+def _wait_until_dead(pid: int) -> None:
+    deadline = time.monotonic() + HANG_GUARD / 2
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+@needs_worker
+def test_inferences_reuse_one_worker(one_second_limit, monkeypatch):
+    monkeypatch.setattr(inference_child, "INFERENCE_TIME_LIMIT", float(HANG_GUARD))  # busy CI
+    assert _shape_of_y(infer_in_child(_normal())) == [7, 13, 11]
+    pid = worker_pid()
+    assert pid is not None
+    results = []
+    callers = [  # concurrent callers queue for the one worker
+        threading.Thread(target=lambda: results.append(infer_in_child(_normal()))) for _ in range(3)
+    ]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(HANG_GUARD)
+    assert [_shape_of_y(r) for r in results] == [[7, 13, 11]] * 3
+    assert worker_pid() == pid and live_children() == 1
+    failed = infer_in_child(b"not a model")  # said why, and the worker stays
+    assert failed.inferred is None and "ONNX shape inference failed" in (failed.error or "")
+    assert worker_pid() == pid
+
+
+@needs_worker
+def test_warm_up_starts_the_worker_the_next_inference_uses(one_second_limit, monkeypatch):
+    monkeypatch.setattr(inference_child, "INFERENCE_TIME_LIMIT", float(HANG_GUARD))
+    stop_worker()
+    warm_up()  # returns at once: the worker imports onnx in the background
+    pid = worker_pid()
+    assert pid is not None
+    warm_up()  # a second call starts nothing more
+    assert worker_pid() == pid and live_children() == 1
+    assert _shape_of_y(infer_in_child(_normal())) == [7, 13, 11]
+    assert worker_pid() == pid
+
+
+@needs_worker
+def test_a_timeout_kills_the_worker_and_the_next_request_starts_a_new_one(one_second_limit):
+    assert _shape_of_y(infer_in_child(_normal(), float(HANG_GUARD))) == [7, 13, 11]
+    first = worker_pid()
+    assert first is not None
+    hostile = _einsum_model(HOSTILE_EQUATION).SerializeToString()
+    outcome = _within_guard(lambda: infer_in_child(hostile))
+    assert outcome.inferred is None and TIMED_OUT in (outcome.error or "")
+    assert worker_pid() is None and live_children() == 0 and not _alive(first)
+    assert _shape_of_y(infer_in_child(_normal(), float(HANG_GUARD))) == [7, 13, 11]
+    assert worker_pid() not in (None, first)
+
+
+@needs_worker
+def test_a_worker_that_died_between_requests_is_replaced(one_second_limit, monkeypatch):
+    monkeypatch.setattr(inference_child, "INFERENCE_TIME_LIMIT", float(HANG_GUARD))
+    infer_in_child(_normal())
+    first = worker_pid()
+    assert first is not None
+    os.kill(first, signal.SIGKILL)  # the OOM killer, a user's kill, ...
+    _wait_until_dead(first)
+    assert _shape_of_y(infer_in_child(_normal())) == [7, 13, 11]
+    assert worker_pid() not in (None, first)
+
+
+@needs_worker
+def test_a_worker_that_ends_as_a_request_is_written_is_replaced(one_second_limit, monkeypatch):
+    # The race with the idle timeout: the worker looked alive, but the request meets a
+    # closed pipe. It is sent once more, to a fresh worker.
+    monkeypatch.setattr(inference_child, "INFERENCE_TIME_LIMIT", float(HANG_GUARD))
+    infer_in_child(_normal())
+    worker = inference_child._WORKER
+    assert worker is not None
+    first = worker.pid
+    os.kill(first, signal.SIGKILL)
+    _wait_until_dead(first)
+    monkeypatch.setattr(worker, "poll", lambda: None)  # still looks alive when checked
+    assert _shape_of_y(infer_in_child(_normal())) == [7, 13, 11]
+    assert worker_pid() not in (None, first)
+
+
+@needs_worker
+def test_an_idle_worker_ends_and_the_next_request_starts_a_new_one(one_second_limit, monkeypatch):
+    monkeypatch.setattr(inference_child, "INFERENCE_TIME_LIMIT", float(HANG_GUARD))
+    monkeypatch.setattr(inference_child, "WORKER_IDLE_TIMEOUT", 0.5)
+    stop_worker()
+    infer_in_child(_normal())
+    first = worker_pid()
+    assert first is not None
+    _wait_until_dead(first)
+    assert _shape_of_y(infer_in_child(_normal())) == [7, 13, 11]
+    assert worker_pid() not in (None, first)
+
+
+@needs_worker
+def test_the_worker_ends_when_its_parent_dies_without_killing_it():
+    # Killed outright, the parent runs no atexit: the worker sees its stdin close.
+    script = textwrap.dedent(
+        """
+        import os, signal
+        from onnx_explorer.readers import inference_child
+
+        inference_child.warm_up()
+        print(inference_child.worker_pid(), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_GUARD
+    )
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    _wait_until_dead(int(run.stdout.strip()))
+
+
+@needs_worker
+@pytest.mark.skipif(not hasattr(signal, "alarm"), reason="no SIGALRM on this platform")
+def test_a_worker_orphaned_in_an_endless_inference_ends_by_itself():
+    # Its parent died while it looped, and something else holds its stdin open: the
+    # alarm armed for the request still ends it.
+    data = _einsum_model(HOSTILE_EQUATION).SerializeToString()
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "onnx_explorer.readers.inference_child", "--serve", "60"],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert worker.stdin is not None
+        worker.stdin.write(inference_child._REQUEST.pack(0.5, len(data)) + data)
+        worker.stdin.flush()
+        assert worker.wait(HANG_GUARD) == -signal.SIGALRM
+    finally:
+        worker.kill()
+        worker.wait()
+        assert worker.stdin is not None
+        worker.stdin.close()

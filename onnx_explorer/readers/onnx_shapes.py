@@ -13,7 +13,7 @@ the model came from an in-memory proto, so small shape tensors (``Reshape``'s
 target shape) stay readable while the copy holds structure only. That is why
 ``infer_shapes_path`` (meant for protos over protobuf's 2 GB limit) is not needed:
 however large the weights, the copy is the size of the graph. It is also what the
-child process that runs inference is sent (:mod:`.inference_child`: inference can
+worker process that runs inference is sent (:mod:`.inference_child`: inference can
 loop for ever in C++, and only a process can be stopped).
 """
 
@@ -36,7 +36,7 @@ class ShapeInference:
     ``proto`` is the model's ModelProto (never modified); ``to_value_info`` turns a
     ``ValueInfoProto`` into a :class:`ValueInfo` (the reader's own conversion).
 
-    Inference runs in a child process (:mod:`.inference_child`) stopped after
+    Inference runs in a worker process (:mod:`.inference_child`), stopped after
     ``time_limit`` seconds (None: :data:`~.inference_child.INFERENCE_TIME_LIMIT`), for
     small models too: the one known endless loop needs a single Einsum node, so no size
     is small enough to be safe in the caller's process.

@@ -9,7 +9,7 @@ process with a time limit) still draws, without the inferred labels; the reason 
 kept as a note. Results are cached per model, and one inference runs per model at a
 time: a second caller (the attribute panel on the main thread while a layout thread
 infers) waits for the first one's result, which the time limit bounds, instead of
-starting a second process.
+sending the worker the same model again.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from ..model import Graph, InferredTypes, Model, ValueInfo
 
 #: Inference runs by itself (``infer=None``) on graphs of at most this many nodes: it
-#: costs about 1.2 s per 100,000 nodes here (plus 0.3-0.5 s to start the process it runs
-#: in), too much to put before a first view.
+#: costs about 1.2 s per 100,000 nodes here (plus 0.3-0.5 s, once per Python process, to
+#: start the worker process it runs in), too much to put before a first view.
 INFER_AUTO_MAX_NODES = 50_000
 
 #: What :func:`inferred_types` returns (the model's own type).

@@ -16,6 +16,7 @@ import traitlets
 
 from ..model import Graph, Model, Node
 from ..readers import load
+from ..readers.inference_child import warm_up
 from ..tensors import Tensor
 from ..views.quoting import as_text
 from . import html as h
@@ -254,6 +255,7 @@ def explore(
     max_nodes: int | None = None,
 ) -> Explorer:
     """Open a model (path, bytes, ``onnx.ModelProto`` or a loaded Model) in the explorer."""
+    warm_up()  # the shape-inference worker imports onnx while the model loads
     model = (
         source if isinstance(source, Model) else load(source, external_data_dir=external_data_dir)
     )
