@@ -133,7 +133,10 @@ _SCRATCH: list[Path] = []
 def scratch_dir() -> Path:
     """A private directory for this process's files, removed at exit."""
     if not _SCRATCH:
-        path = Path(tempfile.mkdtemp(prefix="oxe-fuzz-"))
+        # Memory-backed where there is one: a rename on this disk cost 2 ms, half of an input.
+        shm = Path("/dev/shm")
+        where = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+        path = Path(tempfile.mkdtemp(prefix="oxe-fuzz-", dir=where))
         atexit.register(shutil.rmtree, path, ignore_errors=True)
         _SCRATCH.append(path)
     return _SCRATCH[0]
