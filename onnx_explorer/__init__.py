@@ -53,7 +53,9 @@ def diff(a, b, *, weights: bool = True, atol: float = 0.0, rtol: float = 0.0) ->
     """What changed from model ``a`` to model ``b``: paths, bytes, ``onnx.ModelProto`` or
     :class:`Model`; see :func:`onnx_explorer.diff.compare_models`. A side that cannot be
     opened raises an :class:`ExplorerError` saying which ("model a: ...")."""
-    return compare_models(_open_side(a, "a"), _open_side(b, "b"), weights=weights, atol=atol, rtol=rtol)
+    return compare_models(
+        _open_side(a, "a"), _open_side(b, "b"), weights=weights, atol=atol, rtol=rtol
+    )
 
 
 def _open_side(source, side: str) -> Model:  # type: ignore[no-untyped-def]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,10 +111,10 @@ def model_changes(a: Model, b: Model) -> list[tuple[str, Any, Any]]:
             check(f"{kind} {name}", texts_a.get(name), texts_b.get(name))
     functions_a = {f.key: f for f in a.functions}
     functions_b = {f.key: f for f in b.functions}
-    for key in sorted(set(functions_a) ^ set(functions_b)):
-        label = "::".join(k for k in key if k)
-        check(f"function {label}", "defined" if key in functions_a else None,
-              "defined" if key in functions_b else None)  # fmt: skip
+    for function in sorted(set(functions_a) ^ set(functions_b)):
+        label = "::".join(k for k in function if k)
+        check(f"function {label}", "defined" if function in functions_a else None,
+              "defined" if function in functions_b else None)  # fmt: skip
     return found
 
 
@@ -154,7 +154,7 @@ class _Walk:
 
     def run(self) -> None:
         self.model_changes = model_changes(self.a, self.b)
-        todo: list[tuple[Graph, Graph, Mapping[str, str] | None]] = [
+        todo: list[tuple[Graph, Graph, MutableMapping[str, str] | None]] = [
             (self.a.graph, self.b.graph, None)
         ]
         functions_b = {f.key: f for f in self.b.functions}
@@ -167,12 +167,14 @@ class _Walk:
             todo.extend(self._graph_pair(graph_a, graph_b, outer))
 
     def _graph_pair(
-        self, ga: Graph, gb: Graph, outer: Mapping[str, str] | None
-    ) -> Iterator[tuple[Graph, Graph, Mapping[str, str]]]:
+        self, ga: Graph, gb: Graph, outer: MutableMapping[str, str] | None
+    ) -> Iterator[tuple[Graph, Graph, MutableMapping[str, str]]]:
         stored_a, stored_b = _stored(ga), _stored(gb)
-        tensors_b2a = self._match_tensors(ga, gb, stored_a, stored_b)
+        tensors_b2a, ambiguous = self._match_tensors(ga, gb, stored_a, stored_b)
         match = match_nodes(ga, gb, tensors_b2a, outer)
+        self._structural_tensors(match, stored_a, stored_b, tensors_b2a)
         self._quantized_links(match, stored_a, stored_b, tensors_b2a)
+        self._leftover_tensors(ambiguous, tensors_b2a)
         kept = set(tensors_b2a.values())
         self.tensors_removed.extend(name for name in stored_a if name not in kept)
         self.tensors_added.extend(name for name in stored_b if name not in tensors_b2a)
@@ -192,8 +194,10 @@ class _Walk:
 
     def _match_tensors(
         self, ga: Graph, gb: Graph, stored_a: dict[str, Tensor], stored_b: dict[str, Tensor]
-    ) -> dict[str, str]:
-        """b name → a name: by name, then by (dtype, shape, content hash) for the rest."""
+    ) -> tuple[dict[str, str], list[tuple[list[str], list[str], dict[str, str | None]]]]:
+        """b name → a name: by name, then by (dtype, shape, content hash) where a content is
+        found once on each side. Also returns the groups still ambiguous (same content
+        several times: many zero biases), which the node match settles first."""
         b2a = {name: name for name in stored_b if name in stored_a}
         for name in b2a:
             self._pair(stored_a[name], stored_b[name], ga, gb)
@@ -203,21 +207,62 @@ class _Walk:
                 if name not in b2a:  # same set of names on both sides
                     key = (tensor.dtype_name, tuple(tensor.shape))
                     groups.setdefault(key, ([], []))[side].append(name)
+        ambiguous = []
         for names_a, names_b in groups.values():
             if not (names_a and names_b):
                 continue  # nothing to pair: no hash read
-            by_digest: dict[str, list[str]] = {}
-            for name in names_a:
-                digest = _digest(stored_a[name])
-                if digest is not None:
-                    by_digest.setdefault(digest, []).append(name)
-            for name in names_b:
-                candidates = by_digest.get(_digest(stored_b[name]) or "")
-                if candidates:
-                    old = candidates.pop(0)
-                    b2a[name] = old
-                    self.tensors_renamed.append((old, name))
-        return b2a
+            digests = {n: _digest(stored_a[n]) for n in names_a}
+            digests.update({n: _digest(stored_b[n]) for n in names_b})
+            by_digest: dict[str | None, tuple[list[str], list[str]]] = {}
+            for side, names in ((0, names_a), (1, names_b)):
+                for name in names:
+                    by_digest.setdefault(digests[name], ([], []))[side].append(name)
+            for digest, (found_a, found_b) in by_digest.items():
+                if digest is not None and len(found_a) == len(found_b) == 1:
+                    b2a[found_b[0]] = found_a[0]
+                    self.tensors_renamed.append((found_a[0], found_b[0]))
+                elif digest is not None and found_a and found_b:
+                    ambiguous.append((found_a, found_b, digests))
+        return b2a, ambiguous
+
+    def _structural_tensors(
+        self,
+        match: GraphMatch,
+        stored_a: dict[str, Tensor],
+        stored_b: dict[str, Tensor],
+        tensors_b2a: dict[str, str],
+    ) -> None:
+        """Unmatched tensors read (or, in a GraphDef, produced) at the same place by matched
+        nodes are one tensor renamed; its values are compared."""
+        ga, gb = match.a, match.b
+        taken = set(tensors_b2a.values())
+        for j, i in sorted(match.b2a.items()):
+            node_a, node_b = ga.nodes[i], gb.nodes[j]
+            for names_a, names_b in ((node_a.inputs, node_b.inputs),
+                                     (node_a.outputs, node_b.outputs)):  # fmt: skip
+                for name_a, name_b in zip(names_a, names_b):
+                    if (
+                        name_a in stored_a and name_a not in taken
+                        and name_b in stored_b and name_b not in tensors_b2a
+                    ):  # fmt: skip
+                        tensors_b2a[name_b] = name_a
+                        taken.add(name_a)
+                        match.values_b2a[name_b] = name_a
+                        self.tensors_renamed.append((name_a, name_b))
+                        self._pair(stored_a[name_a], stored_b[name_b], ga, gb)
+
+    def _leftover_tensors(
+        self,
+        ambiguous: list[tuple[list[str], list[str], dict[str, str | None]]],
+        tensors_b2a: dict[str, str],
+    ) -> None:
+        """Identical contents nothing else told apart: paired in file order."""
+        taken = set(tensors_b2a.values())
+        for names_a, names_b, _ in ambiguous:
+            free_a = [n for n in names_a if n not in taken]
+            for name_b, name_a in zip((n for n in names_b if n not in tensors_b2a), free_a):
+                tensors_b2a[name_b] = name_a
+                self.tensors_renamed.append((name_a, name_b))
 
     def _quantized_links(
         self,

@@ -11,7 +11,8 @@ unmatched, each a hash lookup per node (so near-linear in the graph's size):
 4. (inputs, consumers) without the op (a changed op type).
 
 Among several candidates with one signature the first in topological order wins, so
-repeated identical blocks pair up in order. Passes repeat while they match anything.
+repeated identical blocks pair up in order (but equal constants, which have no inputs,
+only by their consumers). Passes repeat while they match anything.
 """
 
 from __future__ import annotations
@@ -85,16 +86,9 @@ def value_key(value: Any) -> Hashable:
     return repr(value)
 
 
-def attribute_key(node: Node, skip_values: bool = False) -> tuple[Hashable, ...]:
-    """A node's attributes as a sorted hashable tuple (``skip_values``: Constant values,
-    which the tensor comparison reports with tolerances, count by dtype and shape only)."""
-    items = []
-    for name, attr in node.attributes.items():
-        value = attr.value
-        if skip_values and isinstance(value, Tensor):
-            items.append((name, ("tensor", value.dtype_name, tuple(value.shape))))
-        else:
-            items.append((name, value_key(value)))
+def attribute_key(node: Node) -> tuple[Hashable, ...]:
+    """A node's attributes as a hashable tuple sorted by name."""
+    items = [(name, value_key(attr.value)) for name, attr in node.attributes.items()]
     return tuple(sorted(items, key=lambda item: item[0]))
 
 
@@ -170,7 +164,7 @@ def match_nodes(
     a: Graph,
     b: Graph,
     tensors_b2a: Mapping[str, str],
-    outer_b2a: Mapping[str, str] | None = None,
+    outer_b2a: MutableMapping[str, str] | None = None,
 ) -> GraphMatch:
     """Match the nodes of ``a`` and ``b`` (see the module's description)."""
     values: MutableMapping[str, str] = ChainMap({}, outer_b2a) if outer_b2a else {}
@@ -199,7 +193,7 @@ def match_nodes(
     def inputs_b(j: int) -> tuple[Hashable, ...]:
         return tuple(key_b(n) for n in nodes_b[j].inputs)
 
-    def consumers_a(i: int) -> tuple[Hashable, ...]:
+    def consumers_a(i: int) -> tuple[tuple[tuple[int, int], ...], ...]:
         return tuple(tuple(side_a.consumers.get(o, ())) if o else () for o in nodes_a[i].outputs)
 
     def consumer_b(j: int, pos: int) -> Hashable:
@@ -234,11 +228,12 @@ def match_nodes(
         (True, lambda i: (inputs_a(i), c) if used(c := sorted_consumers_a(i)) else None,
          lambda j: (inputs_b(j), c) if used(c := consumers_b(j)) else None),
     ]  # fmt: skip
+    sources = {j for j, node in enumerate(nodes_b) if not node.inputs}
     for _ in range(_MAX_ROUNDS):
         if len(match.a2b) == min(len(nodes_a), len(nodes_b)):
             break
         for forward, sig_a, sig_b in passes:
-            if _run_pass(match, side_a.order, side_b.order, forward, sig_a, sig_b):
+            if _run_pass(match, side_a.order, side_b.order, forward, sig_a, sig_b, sources):
                 break  # start again from the strictest pass
         else:
             break
@@ -252,8 +247,13 @@ def _run_pass(
     forward: bool,
     sig_a: Signature,
     sig_b: Signature,
+    sources: set[int],
 ) -> int:
-    """One pass: pool a's unmatched nodes by signature, then look up b's in order."""
+    """One pass: pool a's unmatched nodes by signature, then look up b's in order.
+
+    Going forward, a node without inputs (a Constant) pairs only with the one node of its
+    signature: order alone cannot tell several equal constants apart; their consumers can
+    (backward)."""
     pool: dict[Hashable, deque[int]] = {}
     for i in order_a:
         if i not in match.a2b:
@@ -262,12 +262,15 @@ def _run_pass(
                 pool.setdefault(key, deque()).append(i)
     if not pool:
         return 0
+    ambiguous = {key for key, found in pool.items() if len(found) > 1} if forward else set()
     made = 0
     # Forward: producers first, so a consumer sees its producer's match; backward: the reverse.
     for j in order_b if forward else reversed(order_b):
         if j in match.b2a:
             continue
         key = sig_b(j)
+        if j in sources and key in ambiguous:
+            continue
         candidates = pool.get(key) if key is not None else None
         while candidates:
             i = candidates.popleft() if forward else candidates.pop()

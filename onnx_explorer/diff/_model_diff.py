@@ -137,10 +137,14 @@ class ModelDiff:
                 "removed": [r.label for r in self.nodes_removed],
                 "renamed": [[a.label, b.label] for a, b in self.nodes_renamed],
                 "changed": [
-                    {"a": c.a.label, "b": c.b.label, "op_type": c.b.op_type,
-                     "changes": list(c.changes)}
+                    {
+                        "a": c.a.label,
+                        "b": c.b.label,
+                        "op_type": c.b.op_type,
+                        "changes": list(c.changes),
+                    }
                     for c in self.nodes_changed
-                ],  # fmt: skip
+                ],
             },
             "tensors": {
                 "added": list(self.tensors_added),
@@ -149,6 +153,10 @@ class ModelDiff:
                 "changed": [self._tensor_dict(c) for c in self.tensors_changed],
             },
         }
+
+    @staticmethod
+    def _node_dict(c: NodeChange) -> dict[str, Any]:
+        return {"a": c.a.label, "b": c.b.label, "op_type": c.b.op_type, "changes": list(c.changes)}
 
     @staticmethod
     def _tensor_dict(c: TensorChange) -> dict[str, Any]:

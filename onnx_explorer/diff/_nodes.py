@@ -10,6 +10,7 @@ from ..tensors import Tensor
 from ._matching import value_key
 
 _SHOWN = 60  # characters of an attribute value shown in a change line
+_CONSTANT_OPS = ("Constant", "Const")  # ONNX, TensorFlow: their value is a weight
 
 
 def show_value(value: Any) -> str:
@@ -22,6 +23,10 @@ def show_value(value: Any) -> str:
         return "graph"
     if isinstance(value, tuple) and any(isinstance(v, Tensor | Graph) for v in value):
         return "[" + ", ".join(show_value(v) for v in value) + "]"
+    if isinstance(value, float):
+        return f"{value:.7g}"  # FLOAT attributes are float32: 0.1, not 0.10000000149011612
+    if isinstance(value, tuple) and all(isinstance(v, float) for v in value):
+        return "[" + ", ".join(f"{v:.7g}" for v in value) + "]"
     text = repr(list(value)) if isinstance(value, tuple) else repr(value)
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
@@ -32,7 +37,7 @@ def node_changes(a: Node, b: Node, values_b2a: Mapping[str, str]) -> list[str]:
     lines: list[str] = []
     if a.qualified_op != b.qualified_op:
         lines.append(f"op type: {a.qualified_op} → {b.qualified_op}")
-    constant = a.op_type == "Constant" and b.op_type == "Constant"
+    constant = a.op_type in _CONSTANT_OPS and b.op_type in _CONSTANT_OPS
     for name in sorted(set(a.attributes) | set(b.attributes)):
         attr_a, attr_b = a.attributes.get(name), b.attributes.get(name)
         if attr_a is None or attr_b is None:
