@@ -312,11 +312,20 @@ class _Walk:
                 status[node.name] = "added"
                 continue
             i = match.b2a[j]
-            lines = node_changes(ga.nodes[i], node, match.values_b2a)
+            node_a = ga.nodes[i]
+            if (
+                match.attrs_a[i] == match.attrs_b[j]
+                and node_a.qualified_op == node.qualified_op
+                and len(node_a.outputs) == len(node.outputs)
+                and node_a.inputs == tuple(match.values_b2a.get(n, n) for n in node.inputs)
+            ):
+                lines = []  # the usual case, decided without building change lines
+            else:
+                lines = node_changes(node_a, node, match.values_b2a)
             if lines:
                 self.changed.append(NodeChange(_ref(ga, i), _ref(gb, j), tuple(lines), len(lines)))
                 status[node.name] = "changed"
-            elif ga.nodes[i].name != node.name:
+            elif node_a.name != node.name:
                 self.renamed.append((_ref(ga, i), _ref(gb, j)))
                 status[node.name] = "renamed"
             else:

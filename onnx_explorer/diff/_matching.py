@@ -5,10 +5,11 @@ unmatched, each a hash lookup per node (so near-linear in the graph's size):
 
 1. forward, in topological order: (op, attributes, inputs), an input being the value
    of the *matched* producer (or of a matched initializer or graph input), so
-   producers are matched before their consumers;
-2. backward, in reverse topological order: (op, attributes, consumers);
-3. the same two without attributes (a changed attribute);
-4. (inputs, consumers) without the op (a changed op type).
+   producers are matched before their consumers; failing that (op, inputs): a changed
+   attribute;
+2. backward, in reverse topological order: (op, attributes, consumers), else (op,
+   consumers): an inserted node before it, or rewired inputs;
+3. (inputs, consumers) without the op: a changed op type.
 
 Among several candidates with one signature the first in topological order wins, so
 repeated identical blocks pair up in order (but equal constants, which have no inputs,
@@ -45,6 +46,8 @@ class GraphMatch:
     a2b: dict[int, int] = field(default_factory=dict)
     b2a: dict[int, int] = field(default_factory=dict)
     values_b2a: MutableMapping[str, str] = field(default_factory=dict)
+    attrs_a: list[tuple[Hashable, ...]] = field(default_factory=list)  # attribute_key per node
+    attrs_b: list[tuple[Hashable, ...]] = field(default_factory=list)
 
     def link(self, i: int, j: int) -> None:
         self.a2b[i] = j
@@ -101,6 +104,8 @@ def topological_order(graph: Graph) -> list[int]:
         for out in node.outputs:
             if out:
                 producer.setdefault(out, i)
+    if all(producer.get(inp, -1) < j for j, node in enumerate(nodes) for inp in node.inputs if inp):
+        return list(range(len(nodes)))  # the usual case: the file is in order already
     waiting = [0] * len(nodes)
     children: list[list[int]] = [[] for _ in nodes]
     for j, node in enumerate(nodes):
@@ -136,12 +141,12 @@ class _Side:
         self.attrs = [attribute_key(n) for n in self.nodes]
         self.defined: set[str] = set(graph.initializers) | set(graph.sparse_initializers)
         self.defined.update(v.name for v in graph.declared_inputs)
+        self.defined.update(o for node in self.nodes for o in node.outputs if o)
         consumers: dict[str, list[tuple[int, int]]] = {}
         for j, node in enumerate(self.nodes):
             for pos, inp in enumerate(node.inputs):
                 if inp:
                     consumers.setdefault(inp, []).append((j, pos))
-            self.defined.update(o for o in node.outputs if o)
         for k, out in enumerate(graph.outputs):
             consumers.setdefault(out.name, []).append((-1, k))  # -1: the graph's output k
         self.consumers = consumers
@@ -170,8 +175,8 @@ def match_nodes(
     values: MutableMapping[str, str] = ChainMap({}, outer_b2a) if outer_b2a else {}
     values.update(tensors_b2a)
     _first_inputs(a, b, values)
-    match = GraphMatch(a, b, values_b2a=values)
     side_a, side_b = _Side(a), _Side(b)
+    match = GraphMatch(a, b, values_b2a=values, attrs_a=side_a.attrs, attrs_b=side_b.attrs)
     nodes_a, nodes_b = side_a.nodes, side_b.nodes
     for j, node in enumerate(nodes_b):  # by name, same op type
         if node.name and node.has_file_name and a.has_node(node.name):
@@ -210,30 +215,43 @@ def match_nodes(
             for o in nodes_b[j].outputs
         )
 
+    sorted_a: dict[int, tuple[Hashable, ...]] = {}  # a's side does not change: sorted once
+
     def sorted_consumers_a(i: int) -> tuple[Hashable, ...]:
-        return tuple(tuple(sorted(c, key=repr)) for c in consumers_a(i))
+        found = sorted_a.get(i)
+        if found is None:
+            found = sorted_a[i] = tuple(tuple(sorted(c, key=repr)) for c in consumers_a(i))
+        return found
 
     def used(key: tuple[Hashable, ...]) -> bool:
         return any(key)
 
-    passes: list[tuple[bool, Signature, Signature]] = [
-        (True, lambda i: (side_a.ops[i], side_a.attrs[i], inputs_a(i)),
-         lambda j: (side_b.ops[j], side_b.attrs[j], inputs_b(j))),
-        (False, lambda i: (side_a.ops[i], side_a.attrs[i], sorted_consumers_a(i)),
-         lambda j: (side_b.ops[j], side_b.attrs[j], consumers_b(j))),
-        (True, lambda i: (side_a.ops[i], inputs_a(i)) if nodes_a[i].inputs else None,
-         lambda j: (side_b.ops[j], inputs_b(j)) if nodes_b[j].inputs else None),
-        (False, lambda i: (side_a.ops[i], c) if used(c := sorted_consumers_a(i)) else None,
-         lambda j: (side_b.ops[j], c) if used(c := consumers_b(j)) else None),
-        (True, lambda i: (inputs_a(i), c) if used(c := sorted_consumers_a(i)) else None,
-         lambda j: (inputs_b(j), c) if used(c := consumers_b(j)) else None),
+    # Each pass tries its levels in turn for each node of b: the exact signature, else the
+    # one without attributes (so one changed attribute does not stop a chain of matches).
+    passes: list[tuple[bool, list[tuple[Signature, Signature]]]] = [
+        (True, [
+            (lambda i: (side_a.ops[i], side_a.attrs[i], inputs_a(i)),
+             lambda j: (side_b.ops[j], side_b.attrs[j], inputs_b(j))),
+            (lambda i: (side_a.ops[i], inputs_a(i)) if nodes_a[i].inputs else None,
+             lambda j: (side_b.ops[j], inputs_b(j)) if nodes_b[j].inputs else None),
+        ]),
+        (False, [
+            (lambda i: (side_a.ops[i], side_a.attrs[i], sorted_consumers_a(i)),
+             lambda j: (side_b.ops[j], side_b.attrs[j], consumers_b(j))),
+            (lambda i: (side_a.ops[i], c) if used(c := sorted_consumers_a(i)) else None,
+             lambda j: (side_b.ops[j], c) if used(c := consumers_b(j)) else None),
+        ]),
+        (True, [
+            (lambda i: (inputs_a(i), c) if used(c := sorted_consumers_a(i)) else None,
+             lambda j: (inputs_b(j), c) if used(c := consumers_b(j)) else None),
+        ]),
     ]  # fmt: skip
     sources = {j for j, node in enumerate(nodes_b) if not node.inputs}
     for _ in range(_MAX_ROUNDS):
         if len(match.a2b) == min(len(nodes_a), len(nodes_b)):
             break
-        for forward, sig_a, sig_b in passes:
-            if _run_pass(match, side_a.order, side_b.order, forward, sig_a, sig_b, sources):
+        for forward, levels in passes:
+            if _run_pass(match, side_a.order, side_b.order, forward, levels, sources):
                 break  # start again from the strictest pass
         else:
             break
@@ -245,8 +263,7 @@ def _run_pass(
     order_a: Sequence[int],
     order_b: Sequence[int],
     forward: bool,
-    sig_a: Signature,
-    sig_b: Signature,
+    levels: list[tuple[Signature, Signature]],
     sources: set[int],
 ) -> int:
     """One pass: pool a's unmatched nodes by signature, then look up b's in order.
@@ -254,28 +271,37 @@ def _run_pass(
     Going forward, a node without inputs (a Constant) pairs only with the one node of its
     signature: order alone cannot tell several equal constants apart; their consumers can
     (backward)."""
-    pool: dict[Hashable, deque[int]] = {}
-    for i in order_a:
-        if i not in match.a2b:
-            key = sig_a(i)
-            if key is not None:
-                pool.setdefault(key, deque()).append(i)
-    if not pool:
+    pools: list[dict[Hashable, deque[int]]] = []
+    for sig_a, _ in levels:
+        pool: dict[Hashable, deque[int]] = {}
+        for i in order_a:
+            if i not in match.a2b:
+                key = sig_a(i)
+                if key is not None:
+                    pool.setdefault(key, deque()).append(i)
+        pools.append(pool)
+    if not any(pools):
         return 0
-    ambiguous = {key for key, found in pool.items() if len(found) > 1} if forward else set()
+    ambiguous = [
+        {key for key, found in pool.items() if len(found) > 1} if forward else set()
+        for pool in pools
+    ]
     made = 0
     # Forward: producers first, so a consumer sees its producer's match; backward: the reverse.
     for j in order_b if forward else reversed(order_b):
         if j in match.b2a:
             continue
-        key = sig_b(j)
-        if j in sources and key in ambiguous:
-            continue
-        candidates = pool.get(key) if key is not None else None
-        while candidates:
-            i = candidates.popleft() if forward else candidates.pop()
-            if i not in match.a2b:
-                match.link(i, j)
-                made += 1
+        for (_, sig_b), pool, unclear in zip(levels, pools, ambiguous):
+            key = sig_b(j)
+            if key is None or (j in sources and key in unclear):
+                continue
+            candidates = pool.get(key)
+            while candidates:
+                i = candidates.popleft() if forward else candidates.pop()
+                if i not in match.a2b:
+                    match.link(i, j)
+                    made += 1
+                    break
+            if j in match.b2a:
                 break
     return made
