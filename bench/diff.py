@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -178,7 +177,7 @@ def main() -> None:
             ["task", "time", "ratio", "peak memory above the open models"],
             weight_rows,
             align="lrrr",
-        )  # fmt: skip
+        )
         + "\n"
     )
     print(text)

@@ -377,3 +377,27 @@ def test_cli_json_follows_the_documented_schema(tmp_path, capsys):
     assert tensor["max_abs"] == 9.0 and tensor["differing"] == 1
     assert main(["diff", a, b, "--json", "--no-weights"]) == 1
     assert json.loads(capsys.readouterr().out)["tensors"]["changed"] == []
+
+
+def test_nan_on_both_sides_is_equal_and_nan_on_one_side_differs():
+    w_nan = W.copy()
+    w_nan[0, 1] = np.nan
+    assert ox.diff(chain(w=w_nan), chain(w=w_nan.copy())).equal
+    w_other = w_nan.copy()
+    w_other[0, 1] = 1.0
+    (change,) = ox.diff(chain(w=w_nan), chain(w=w_other)).tensors_changed
+    assert change.differing == 1 and change.max_abs == np.inf
+    assert (
+        ox.diff(chain(w=w_nan), chain(w=w_other)).to_dict()["tensors"]["changed"][0]["max_abs"]
+        is None
+    )  # JSON has no infinity
+
+
+def test_values_are_read_in_chunks_across_chunk_boundaries(monkeypatch):
+    from onnx_explorer.diff import _values
+
+    monkeypatch.setattr(_values, "_CHUNK", 5)  # chunks that cut rows: the pieces realign
+    w = W.copy()
+    w[3, 7] -= 2.0  # the last element
+    (change,) = ox.diff(chain(), chain(w=w)).tensors_changed
+    assert change.max_abs == 2.0 and change.differing == 1

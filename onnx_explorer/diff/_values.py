@@ -22,8 +22,6 @@ from ._results import TensorChange
 
 #: Elements per chunk of the byte comparison and of hashing.
 _CHUNK = 1 << 20
-#: Bytes compared per step (slices of a chunk: equal ones cost a memcmp, no temporaries).
-_SLICE = 1 << 20
 
 
 def content_digest(tensor: Tensor) -> str:
@@ -62,14 +60,21 @@ def _blocks(stream: ValueStream) -> Iterator[np.ndarray]:
         yield np.asarray(stream.widen(block), dtype=np.float64)
 
 
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _raw(values: np.ndarray) -> np.ndarray:
+    """The bits of numeric values as unsigned integers of the same width (NaN == NaN)."""
+    values = np.ascontiguousarray(values)
+    size = values.dtype.itemsize
+    return values.view(_UNSIGNED.get(size, np.uint64 if size % 8 == 0 else np.uint8))
+
+
 def _bytes_equal(a: Tensor, b: Tensor) -> bool:
     what = f"tensor {b.name!r}"
     for x, y in _aligned(a.iter_chunks(_CHUNK), b.iter_chunks(_CHUNK), what):
-        xb = np.ascontiguousarray(x).view(np.uint8)
-        yb = np.ascontiguousarray(y).view(np.uint8)
-        for start in range(0, xb.size, _SLICE):
-            if xb[start : start + _SLICE].tobytes() != yb[start : start + _SLICE].tobytes():
-                return False
+        if not np.array_equal(_raw(x), _raw(y)):
+            return False
     return True
 
 
@@ -86,25 +91,44 @@ class _Totals:
 
     def add(self, a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> None:
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            same = (a == b) | (np.isnan(a) & np.isnan(b))
             d = np.abs(b - a)
-            d[same] = 0.0
-            d[np.isnan(d)] = np.inf  # one side NaN, or inf - inf
+            top = d.max() if d.size else 0.0
+            if not math.isfinite(top):  # NaN or infinity on a side: the careful way
+                self._add_special(a, b, d, atol, rtol)
+                return
             abs_a = np.abs(a)
-            self.differing += int(np.count_nonzero(~same & ~(d <= atol + rtol * abs_a)))
-            if d.size:
-                self.max_abs = max(self.max_abs, float(d.max()))
-                rel = d / abs_a
-                rel[d == 0] = 0.0
-                rel[np.isnan(rel)] = np.inf
-                self.max_rel = max(self.max_rel, float(rel.max()))
+            limit = atol + rtol * abs_a if rtol else atol
+            self.differing += int(np.count_nonzero(d > limit))
+            self.max_abs = max(self.max_abs, float(top))
+            if top > 0:  # 0 / 0 is NaN: fmax skips it; x / 0 is inf, as it should be
+                self.max_rel = max(self.max_rel, float(np.fmax.reduce(d / abs_a)))
             self.sum_abs += float(d.sum())
-            finite = np.isfinite(a) & np.isfinite(b)
-            fa, fb = a[finite], b[finite]
-            self.dot += float(fa @ fb)
-            self.norm_a += float(fa @ fa)
-            self.norm_b += float(fb @ fb)
+            self._dots(a, b)
         self.count += a.size
+
+    def _add_special(
+        self, a: np.ndarray, b: np.ndarray, d: np.ndarray, atol: float, rtol: float
+    ) -> None:
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        d[same] = 0.0
+        d[np.isnan(d)] = np.inf  # one side NaN, or inf - inf
+        abs_a = np.abs(a)
+        self.differing += int(np.count_nonzero(~same & ~(d <= atol + rtol * abs_a)))
+        self.max_abs = max(self.max_abs, float(d.max()))
+        rel = d / abs_a
+        rel[d == 0] = 0.0
+        rel[np.isnan(rel)] = np.inf
+        self.max_rel = max(self.max_rel, float(rel.max()))
+        self.sum_abs += float(d.sum())
+        finite = np.isfinite(a) & np.isfinite(b)
+        self._dots(a[finite], b[finite])
+        self.count += a.size
+
+    def _dots(self, a: np.ndarray, b: np.ndarray) -> None:
+        # einsum, not BLAS: a BLAS dot may spin up threads, slow on a busy machine.
+        self.dot += float(np.einsum("i,i->", a, b))
+        self.norm_a += float(np.einsum("i,i->", a, a))
+        self.norm_b += float(np.einsum("i,i->", b, b))
 
     @property
     def cosine(self) -> float:
@@ -150,11 +174,13 @@ def compare_tensors(
         return change(error=f"shapes differ: {_shape_text(shape_a)} vs {_shape_text(shape_b)}")
     if not values:
         return None if same_type else change()
+    numeric = a.dtype_info.is_numeric and b.dtype_info.is_numeric
     try:
+        if not numeric:  # strings: equal or not, element by element
+            differing = _count_unequal(a, b)
+            return None if same_type and differing == 0 else change(differing=differing)
         if same_type and _bytes_equal(a, b):
             return None
-        if not (a.dtype_info.is_numeric and b.dtype_info.is_numeric):
-            return change(differing=_count_unequal(a, b))
         totals = _Totals()
         what = f"tensor {b.name!r}"
         stream_a, stream_b = tensor_values(a, dq_a), tensor_values(b, dq_b)
