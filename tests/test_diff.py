@@ -401,3 +401,9 @@ def test_values_are_read_in_chunks_across_chunk_boundaries(monkeypatch):
     w[3, 7] -= 2.0  # the last element
     (change,) = ox.diff(chain(), chain(w=w)).tensors_changed
     assert change.max_abs == 2.0 and change.differing == 1
+
+
+def test_onnx_against_graphdef_reports_what_it_can():
+    diff = ox.diff(chain(), frozen_tf1_graphdef(blocks=1))
+    assert diff.model_changes[0] == ("format", "onnx", "graphdef")
+    assert len(diff.nodes_removed) == 4 and diff.nodes_added and not diff.equal
