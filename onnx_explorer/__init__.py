@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import facades as _facades  # noqa: F401 - fills in Graph.to_dot & co.
+from .diff import ModelDiff, compare_models
 from .errors import (
     ExplorerError,
     ExternalDataError,
@@ -28,6 +29,7 @@ __all__ = [
     "GraphvizNotFoundError",
     "Histogram",
     "Model",
+    "ModelDiff",
     "ModelFormatError",
     "Node",
     "RenderError",
@@ -39,9 +41,32 @@ __all__ = [
     "UnsafePathError",
     "ValueInfo",
     "__version__",
+    "diff",
     "explore",
     "load",
 ]
+
+
+# The function below replaces, as ``onnx_explorer.diff``, the subpackage of that name
+# imported above (``from onnx_explorer.diff import ...`` still finds the subpackage).
+def diff(a, b, *, weights: bool = True, atol: float = 0.0, rtol: float = 0.0) -> ModelDiff:  # type: ignore[no-redef]
+    """What changed from model ``a`` to model ``b``: paths, bytes, ``onnx.ModelProto`` or
+    :class:`Model`; see :func:`onnx_explorer.diff.compare_models`. A side that cannot be
+    opened raises an :class:`ExplorerError` saying which ("model a: ...")."""
+    return compare_models(
+        _open_side(a, "a"), _open_side(b, "b"), weights=weights, atol=atol, rtol=rtol
+    )
+
+
+def _open_side(source, side: str) -> Model:  # type: ignore[no-untyped-def]
+    if isinstance(source, Model):
+        return source
+    try:
+        return load(source)
+    except ExplorerError as exc:
+        raise type(exc)(f"model {side}: {exc}") from exc
+    except (OSError, ValueError, TypeError) as exc:
+        raise ModelFormatError(f"model {side}: {exc}") from exc
 
 
 def explore(source, **options):  # type: ignore[no-untyped-def]

@@ -16,6 +16,7 @@ EXPECTED = {
     "GraphvizNotFoundError",
     "Histogram",
     "Model",
+    "ModelDiff",
     "ModelFormatError",
     "Node",
     "RenderError",
@@ -27,6 +28,7 @@ EXPECTED = {
     "UnsafePathError",
     "ValueInfo",
     "__version__",
+    "diff",
     "explore",
     "load",
 }

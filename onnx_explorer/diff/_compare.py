@@ -1,0 +1,368 @@
+"""compare_models: walk two models' graphs in step, match nodes and tensors, compare."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ExplorerError
+from ..model import Graph, Model, ValueInfo
+from ..quant import ConstantLookup, find_dequantization
+from ..stats import Dequantizer
+from ..tensors import Tensor
+from ._matching import GraphMatch, match_nodes
+from ._model_diff import ModelDiff, TensorPair
+from ._nodes import node_changes
+from ._results import NodeChange, NodeRef, RemovedNode, TensorChange
+from ._values import compare_tensors, content_digest
+
+#: Element types compared as they are; any other type facing one of these is tried as a
+#: quantized tensor (dequantized through its consumer, as the weights report does).
+_REAL = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+
+def compare_models(
+    a: Model,
+    b: Model,
+    *,
+    weights: bool = True,
+    atol: float = 0.0,
+    rtol: float = 0.0,
+    progress: bool = False,
+) -> ModelDiff:
+    """What changed from ``a`` to ``b``: model fields, nodes (matched by name, then by
+    structure, in every graph), and tensors (by name, then by content; values compared
+    streamed within ``atol + rtol·|a|`` when ``weights``)."""
+    if not (atol >= 0 and rtol >= 0):
+        raise ValueError(f"atol and rtol must be non-negative numbers, not {atol!r}, {rtol!r}")
+    walk = _Walk(a, b)
+    walk.run()
+    pairs = walk.tensor_pairs
+    changes: list[TensorChange] = []
+    bar = _progress(len(pairs)) if progress and weights else None
+    for pair in pairs:
+        found = compare_tensors(
+            pair.a, pair.b, atol=atol, rtol=rtol, dq_a=pair.dq_a, dq_b=pair.dq_b, values=weights
+        )
+        if found is not None:
+            changes.append(found)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return ModelDiff(
+        a,
+        b,
+        model_changes=walk.model_changes,
+        nodes_added=walk.added,
+        nodes_removed=walk.removed,
+        nodes_renamed=walk.renamed,
+        nodes_changed=walk.changed,
+        tensors_added=walk.tensors_added,
+        tensors_removed=walk.tensors_removed,
+        tensors_renamed=walk.tensors_renamed,
+        tensors_changed=changes,
+        tensor_pairs={(p.a.name, p.b.name): p for p in pairs},
+        status=walk.status,
+        removed_where=walk.removed_where,
+        atol=atol,
+        rtol=rtol,
+    )
+
+
+def _progress(total: int) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="tensor", desc="diff")
+
+
+# -- model fields ---------------------------------------------------------------------
+def _value_text(info: ValueInfo) -> str:
+    return f"{info.dtype or info.type or '?'}{info.shape_text}"
+
+
+def model_changes(a: Model, b: Model) -> list[tuple[str, Any, Any]]:
+    """(field, old, new) for format, IR version, producer, opsets, metadata, inputs, outputs."""
+    found: list[tuple[str, Any, Any]] = []
+
+    def check(name: str, old: Any, new: Any) -> None:
+        if old != new:
+            found.append((name, old, new))
+
+    check("format", a.format, b.format)
+    check("ir_version", a.ir_version, b.ir_version)
+    check("producer", f"{a.producer_name} {a.producer_version}".strip(),
+          f"{b.producer_name} {b.producer_version}".strip())  # fmt: skip
+    check("domain", a.domain, b.domain)
+    check("model_version", a.model_version, b.model_version)
+    for domain in sorted(set(a.opset_imports) | set(b.opset_imports)):
+        check(f"opset {domain or 'ai.onnx'}", a.opset_imports.get(domain),
+              b.opset_imports.get(domain))  # fmt: skip
+    for key in sorted(set(a.metadata_props) | set(b.metadata_props)):
+        check(f"metadata {key}", a.metadata_props.get(key), b.metadata_props.get(key))
+    for kind, values_a, values_b in (
+        ("input", a.graph.inputs, b.graph.inputs),
+        ("output", a.graph.outputs, b.graph.outputs),
+    ):
+        texts_a = {v.name: _value_text(v) for v in values_a}
+        texts_b = {v.name: _value_text(v) for v in values_b}
+        for name in [*texts_a, *(n for n in texts_b if n not in texts_a)]:
+            check(f"{kind} {name}", texts_a.get(name), texts_b.get(name))
+    functions_a = {f.key: f for f in a.functions}
+    functions_b = {f.key: f for f in b.functions}
+    for function in sorted(set(functions_a) ^ set(functions_b)):
+        label = "::".join(k for k in function if k)
+        check(f"function {label}", "defined" if function in functions_a else None,
+              "defined" if function in functions_b else None)  # fmt: skip
+    return found
+
+
+# -- graphs -----------------------------------------------------------------------------
+def _ref(graph: Graph, index: int) -> NodeRef:
+    node = graph.nodes[index]
+    return NodeRef(graph.path, node.name, index, node.qualified_op)
+
+
+def _stored(graph: Graph) -> dict[str, Tensor]:
+    found = {name: graph.initializers[name] for name in graph.initializers}
+    for name, sparse in graph.sparse_initializers.items():
+        found[name] = sparse.values
+    return found
+
+
+@dataclass
+class _Walk:
+    """Both models' graphs, pair by pair: bodies through their matched parent nodes."""
+
+    a: Model
+    b: Model
+    model_changes: list[tuple[str, Any, Any]] = field(default_factory=list)
+    added: list[NodeRef] = field(default_factory=list)
+    removed: list[NodeRef] = field(default_factory=list)
+    renamed: list[tuple[NodeRef, NodeRef]] = field(default_factory=list)
+    changed: list[NodeChange] = field(default_factory=list)
+    tensors_added: list[str] = field(default_factory=list)
+    tensors_removed: list[str] = field(default_factory=list)
+    tensors_renamed: list[tuple[str, str]] = field(default_factory=list)
+    tensor_pairs: list[TensorPair] = field(default_factory=list)
+    status: dict[str, dict[str, str]] = field(default_factory=dict)
+    removed_where: dict[str, list[RemovedNode]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._lookup_a, self._lookup_b = ConstantLookup(), ConstantLookup()
+
+    def run(self) -> None:
+        self.model_changes = model_changes(self.a, self.b)
+        todo: list[tuple[Graph, Graph, MutableMapping[str, str] | None]] = [
+            (self.a.graph, self.b.graph, None)
+        ]
+        functions_b = {f.key: f for f in self.b.functions}
+        for function in self.a.functions:
+            other = functions_b.get(function.key)
+            if other is not None:
+                todo.append((function.graph, other.graph, None))
+        while todo:
+            graph_a, graph_b, outer = todo.pop(0)
+            todo.extend(self._graph_pair(graph_a, graph_b, outer))
+
+    def _graph_pair(
+        self, ga: Graph, gb: Graph, outer: MutableMapping[str, str] | None
+    ) -> Iterator[tuple[Graph, Graph, MutableMapping[str, str]]]:
+        stored_a, stored_b = _stored(ga), _stored(gb)
+        tensors_b2a, ambiguous = self._match_tensors(ga, gb, stored_a, stored_b)
+        match = match_nodes(ga, gb, tensors_b2a, outer)
+        self._structural_tensors(match, stored_a, stored_b, tensors_b2a)
+        self._quantized_links(match, stored_a, stored_b, tensors_b2a)
+        self._leftover_tensors(ambiguous, tensors_b2a)
+        kept = set(tensors_b2a.values())
+        self.tensors_removed.extend(name for name in stored_a if name not in kept)
+        self.tensors_added.extend(name for name in stored_b if name not in tensors_b2a)
+        self._record_nodes(match)
+        for j, i in sorted(match.b2a.items()):
+            node_a, node_b = ga.nodes[i], gb.nodes[j]
+            if node_a.op_type == "Constant" == node_b.op_type and node_a.outputs and node_b.outputs:
+                ta = ga.constants().get(node_a.outputs[0])
+                tb = gb.constants().get(node_b.outputs[0])
+                if ta is not None and tb is not None:
+                    self._pair(ta, tb, ga, gb)
+            bodies_b = dict(node_b.subgraphs())
+            for attr, body_a in node_a.subgraphs():
+                body_b = bodies_b.get(attr)
+                if body_b is not None:
+                    yield body_a, body_b, match.values_b2a
+
+    def _match_tensors(
+        self, ga: Graph, gb: Graph, stored_a: dict[str, Tensor], stored_b: dict[str, Tensor]
+    ) -> tuple[dict[str, str], list[tuple[list[str], list[str], dict[str, str | None]]]]:
+        """b name → a name: by name, then by (dtype, shape, content hash) where a content is
+        found once on each side. Also returns the groups still ambiguous (same content
+        several times: many zero biases), which the node match settles first."""
+        b2a = {name: name for name in stored_b if name in stored_a}
+        for name in b2a:
+            self._pair(stored_a[name], stored_b[name], ga, gb)
+        groups: dict[tuple[str, tuple[int, ...]], tuple[list[str], list[str]]] = {}
+        for side, stored in ((0, stored_a), (1, stored_b)):
+            for name, tensor in stored.items():
+                if name not in b2a:  # same set of names on both sides
+                    key = (tensor.dtype_name, tuple(tensor.shape))
+                    groups.setdefault(key, ([], []))[side].append(name)
+        ambiguous = []
+        for names_a, names_b in groups.values():
+            if not (names_a and names_b):
+                continue  # nothing to pair: no hash read
+            digests = {n: _digest(stored_a[n]) for n in names_a}
+            digests.update({n: _digest(stored_b[n]) for n in names_b})
+            by_digest: dict[str | None, tuple[list[str], list[str]]] = {}
+            for side, names in ((0, names_a), (1, names_b)):
+                for name in names:
+                    by_digest.setdefault(digests[name], ([], []))[side].append(name)
+            for digest, (found_a, found_b) in by_digest.items():
+                if digest is not None and len(found_a) == len(found_b) == 1:
+                    b2a[found_b[0]] = found_a[0]
+                    self.tensors_renamed.append((found_a[0], found_b[0]))
+                elif digest is not None and found_a and found_b:
+                    ambiguous.append((found_a, found_b, digests))
+        return b2a, ambiguous
+
+    def _structural_tensors(
+        self,
+        match: GraphMatch,
+        stored_a: dict[str, Tensor],
+        stored_b: dict[str, Tensor],
+        tensors_b2a: dict[str, str],
+    ) -> None:
+        """Unmatched tensors read (or, in a GraphDef, produced) at the same place by matched
+        nodes are one tensor renamed; its values are compared."""
+        ga, gb = match.a, match.b
+        taken = set(tensors_b2a.values())
+        for j, i in sorted(match.b2a.items()):
+            node_a, node_b = ga.nodes[i], gb.nodes[j]
+            for names_a, names_b in ((node_a.inputs, node_b.inputs),
+                                     (node_a.outputs, node_b.outputs)):  # fmt: skip
+                for name_a, name_b in zip(names_a, names_b):
+                    if (
+                        name_a in stored_a and name_a not in taken
+                        and name_b in stored_b and name_b not in tensors_b2a
+                    ):  # fmt: skip
+                        tensors_b2a[name_b] = name_a
+                        taken.add(name_a)
+                        match.values_b2a[name_b] = name_a
+                        self.tensors_renamed.append((name_a, name_b))
+                        self._pair(stored_a[name_a], stored_b[name_b], ga, gb)
+
+    def _leftover_tensors(
+        self,
+        ambiguous: list[tuple[list[str], list[str], dict[str, str | None]]],
+        tensors_b2a: dict[str, str],
+    ) -> None:
+        """Identical contents nothing else told apart: paired in file order."""
+        taken = set(tensors_b2a.values())
+        for names_a, names_b, _ in ambiguous:
+            free_a = [n for n in names_a if n not in taken]
+            for name_b, name_a in zip((n for n in names_b if n not in tensors_b2a), free_a):
+                tensors_b2a[name_b] = name_a
+                self.tensors_renamed.append((name_a, name_b))
+
+    def _quantized_links(
+        self,
+        match: GraphMatch,
+        stored_a: dict[str, Tensor],
+        stored_b: dict[str, Tensor],
+        tensors_b2a: dict[str, str],
+    ) -> None:
+        """A float weight of a that b stores quantized under another name: the matched
+        consumer reads, in b, the output of a new DequantizeLinear of an unmatched tensor."""
+        ga, gb = match.a, match.b
+        taken = set(tensors_b2a.values())
+        for j, i in match.b2a.items():
+            for in_a, in_b in zip(ga.nodes[i].inputs, gb.nodes[j].inputs):
+                if in_a not in stored_a or in_a in taken or not in_b:
+                    continue
+                producer = gb.producer(in_b)
+                if (
+                    producer is None
+                    or producer.op_type != "DequantizeLinear"
+                    or producer.index in match.b2a
+                    or not producer.inputs
+                ):
+                    continue
+                quantized = producer.inputs[0]
+                if quantized in stored_b and quantized not in tensors_b2a:
+                    tensors_b2a[quantized] = in_a
+                    taken.add(in_a)
+                    self.tensors_renamed.append((in_a, quantized))
+                    self._pair(stored_a[in_a], stored_b[quantized], ga, gb)
+
+    def _pair(self, ta: Tensor, tb: Tensor, ga: Graph, gb: Graph) -> None:
+        dq_a = dq_b = None
+        if ta.dtype_name != tb.dtype_name:
+            if ta.dtype_name not in _REAL and tb.dtype_name in _REAL:
+                dq_a = _dequantization(ga, ta, self._lookup_a)
+            elif tb.dtype_name not in _REAL and ta.dtype_name in _REAL:
+                dq_b = _dequantization(gb, tb, self._lookup_b)
+        self.tensor_pairs.append(TensorPair(ta, tb, dq_a, dq_b))
+
+    def _record_nodes(self, match: GraphMatch) -> None:
+        ga, gb = match.a, match.b
+        status = self.status.setdefault(gb.path, {})
+        for j, node in enumerate(gb.nodes):
+            if j not in match.b2a:
+                self.added.append(_ref(gb, j))
+                status[node.name] = "added"
+                continue
+            i = match.b2a[j]
+            node_a = ga.nodes[i]
+            if (
+                match.attrs_a[i] == match.attrs_b[j]
+                and node_a.qualified_op == node.qualified_op
+                and len(node_a.outputs) == len(node.outputs)
+                and node_a.inputs == tuple(match.values_b2a.get(n, n) for n in node.inputs)
+            ):
+                lines = []  # the usual case, decided without building change lines
+            else:
+                lines = node_changes(node_a, node, match.values_b2a)
+            if lines:
+                self.changed.append(NodeChange(_ref(ga, i), _ref(gb, j), tuple(lines), len(lines)))
+                status[node.name] = "changed"
+            elif node_a.name != node.name:
+                self.renamed.append((_ref(ga, i), _ref(gb, j)))
+                status[node.name] = "renamed"
+            else:
+                status[node.name] = "unchanged"
+        values_a2b = match.values_a2b()
+        where = self.removed_where.setdefault(gb.path, [])
+        for i, node in enumerate(ga.nodes):
+            if i in match.a2b:
+                continue
+            self.removed.append(_ref(ga, i))
+            outputs = tuple(_replacement(match, out) for out in node.outputs)
+            inputs = tuple(values_a2b.get(name, name) for name in node.inputs)
+            where.append(RemovedNode(_ref(ga, i), inputs, outputs))
+
+
+def _replacement(match: GraphMatch, value: str) -> str:
+    """What b's matched consumers of a's ``value`` read in its place (else a's name)."""
+    for consumer in match.a.consumers(value):
+        j = match.a2b.get(consumer.index)
+        if j is None:
+            continue
+        node_b = match.b.nodes[j]
+        for pos, name in enumerate(consumer.inputs):
+            if name == value and pos < len(node_b.inputs) and node_b.inputs[pos]:
+                return node_b.inputs[pos]
+    return value
+
+
+def _digest(tensor: Tensor) -> str | None:
+    try:
+        return content_digest(tensor)
+    except (ExplorerError, OSError, ValueError):
+        return None  # unreadable: left unmatched, listed as added / removed
+
+
+def _dequantization(graph: Graph, tensor: Tensor, lookup: ConstantLookup) -> Dequantizer | None:
+    try:
+        return find_dequantization(graph, tensor.name, tuple(tensor.shape), lookup=lookup)
+    except (ExplorerError, ValueError):
+        return None  # scale unknown or unusable: the stored values are compared

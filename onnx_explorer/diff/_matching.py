@@ -1,0 +1,307 @@
+"""Matching the nodes of two graphs, so that renaming every node still matches them.
+
+First by name (same op type), then structurally, in passes over the nodes still
+unmatched, each a hash lookup per node (so near-linear in the graph's size):
+
+1. forward, in topological order: (op, attributes, inputs), an input being the value
+   of the *matched* producer (or of a matched initializer or graph input), so
+   producers are matched before their consumers; failing that (op, inputs): a changed
+   attribute;
+2. backward, in reverse topological order: (op, attributes, consumers), else (op,
+   consumers): an inserted node before it, or rewired inputs;
+3. (inputs, consumers) without the op: a changed op type.
+
+Among several candidates with one signature the first in topological order wins, so
+repeated identical blocks pair up in order (but equal constants, which have no inputs,
+only by their consumers). Passes repeat while they match anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from collections import ChainMap, deque
+from collections.abc import Callable, Hashable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ExplorerError
+from ..model import Graph, Node, SparseTensor
+from ..tensors import Tensor
+
+#: Tensor attributes up to this many elements are hashed into a node's signature.
+_DIGEST_ELEMENTS = 1 << 16
+#: Rounds of passes at most (each round is linear; a round that matches nothing ends it).
+_MAX_ROUNDS = 8
+
+Signature = Callable[[int], Hashable | None]
+
+
+@dataclass
+class GraphMatch:
+    """Which node of ``a`` is which node of ``b``, and b's value names in a's terms."""
+
+    a: Graph
+    b: Graph
+    a2b: dict[int, int] = field(default_factory=dict)
+    b2a: dict[int, int] = field(default_factory=dict)
+    values_b2a: MutableMapping[str, str] = field(default_factory=dict)
+    attrs_a: list[tuple[Hashable, ...]] = field(default_factory=list)  # attribute_key per node
+    attrs_b: list[tuple[Hashable, ...]] = field(default_factory=list)
+
+    def link(self, i: int, j: int) -> None:
+        self.a2b[i] = j
+        self.b2a[j] = i
+        outs_a, outs_b = self.a.nodes[i].outputs, self.b.nodes[j].outputs
+        for out_a, out_b in zip(outs_a, outs_b):
+            if out_a and out_b:
+                self.values_b2a[out_b] = out_a
+
+    def values_a2b(self) -> dict[str, str]:
+        return {va: vb for vb, va in self.values_b2a.items()}
+
+
+def tensor_key(tensor: Tensor) -> Hashable:
+    """dtype, shape and (for small tensors) a content digest: equal keys, equal tensors."""
+    digest = None
+    if tensor.size <= _DIGEST_ELEMENTS:
+        try:
+            digest = hashlib.blake2b(tensor.numpy().tobytes(), digest_size=16).hexdigest()
+        except (ExplorerError, OSError, ValueError) as exc:
+            digest = f"unreadable: {exc}"
+    return ("tensor", tensor.dtype_name, tuple(tensor.shape), digest)
+
+
+def value_key(value: Any) -> Hashable:
+    """An attribute value as something hashable that is equal exactly when values are."""
+    if isinstance(value, Tensor):
+        return tensor_key(value)
+    if isinstance(value, Graph):
+        return "graph"  # bodies are compared on their own, through their matched parents
+    if isinstance(value, SparseTensor):
+        return ("sparse", value.shape, tensor_key(value.values), tensor_key(value.indices))
+    if isinstance(value, tuple | list):
+        return tuple(value_key(v) for v in value)
+    if isinstance(value, float) and value != value:
+        return "nan"
+    if isinstance(value, Hashable):
+        return value
+    return repr(value)
+
+
+def attribute_key(node: Node) -> tuple[Hashable, ...]:
+    """A node's attributes as a hashable tuple sorted by name."""
+    items = [(name, value_key(attr.value)) for name, attr in node.attributes.items()]
+    return tuple(sorted(items, key=lambda item: item[0]))
+
+
+def topological_order(graph: Graph) -> list[int]:
+    """Node indices with producers first; ties (and any cycle, as in TensorFlow loops) in
+    file order."""
+    nodes = graph.nodes
+    producer: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for out in node.outputs:
+            if out:
+                producer.setdefault(out, i)
+    if all(producer.get(inp, -1) < j for j, node in enumerate(nodes) for inp in node.inputs if inp):
+        return list(range(len(nodes)))  # the usual case: the file is in order already
+    waiting = [0] * len(nodes)
+    children: list[list[int]] = [[] for _ in nodes]
+    for j, node in enumerate(nodes):
+        for inp in node.inputs:
+            p = producer.get(inp) if inp else None
+            if p is not None and p != j:
+                waiting[j] += 1
+                children[p].append(j)
+    ready = [i for i, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in children[i]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                heapq.heappush(ready, j)
+    if len(order) < len(nodes):  # a cycle: the rest in file order
+        seen = set(order)
+        order.extend(i for i in range(len(nodes)) if i not in seen)
+    return order
+
+
+class _Side:
+    """What the passes read of one graph, computed once."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.nodes = graph.nodes
+        self.order = topological_order(graph)
+        self.ops = [n.qualified_op for n in self.nodes]
+        self.attrs = [attribute_key(n) for n in self.nodes]
+        self.defined: set[str] = set(graph.initializers) | set(graph.sparse_initializers)
+        self.defined.update(v.name for v in graph.declared_inputs)
+        self.defined.update(o for node in self.nodes for o in node.outputs if o)
+        consumers: dict[str, list[tuple[int, int]]] = {}
+        for j, node in enumerate(self.nodes):
+            for pos, inp in enumerate(node.inputs):
+                if inp:
+                    consumers.setdefault(inp, []).append((j, pos))
+        for k, out in enumerate(graph.outputs):
+            consumers.setdefault(out.name, []).append((-1, k))  # -1: the graph's output k
+        self.consumers = consumers
+
+
+def _first_inputs(a: Graph, b: Graph, values_b2a: MutableMapping[str, str]) -> None:
+    """Graph inputs by name, then the rest by position."""
+    names_a = [v.name for v in a.inputs]
+    names_b = [v.name for v in b.inputs]
+    shared = set(names_a) & set(names_b)
+    for name in shared:
+        values_b2a[name] = name
+    rest_a = [n for n in names_a if n not in shared]
+    rest_b = [n for n in names_b if n not in shared]
+    if len(rest_a) == len(rest_b):
+        values_b2a.update(zip(rest_b, rest_a))
+
+
+def match_nodes(
+    a: Graph,
+    b: Graph,
+    tensors_b2a: Mapping[str, str],
+    outer_b2a: MutableMapping[str, str] | None = None,
+) -> GraphMatch:
+    """Match the nodes of ``a`` and ``b`` (see the module's description)."""
+    values: MutableMapping[str, str] = ChainMap({}, outer_b2a) if outer_b2a else {}
+    values.update(tensors_b2a)
+    _first_inputs(a, b, values)
+    side_a, side_b = _Side(a), _Side(b)
+    match = GraphMatch(a, b, values_b2a=values, attrs_a=side_a.attrs, attrs_b=side_b.attrs)
+    nodes_a, nodes_b = side_a.nodes, side_b.nodes
+    for j, node in enumerate(nodes_b):  # by name, same op type
+        if node.name and node.has_file_name and a.has_node(node.name):
+            i = a.node(node.name).index
+            if i not in match.a2b and side_a.ops[i] == side_b.ops[j]:
+                match.link(i, j)
+
+    def key_b(name: str) -> Hashable:
+        if not name:
+            return ""
+        found = values.get(name)
+        if found is not None:
+            return found
+        return ("b", name) if name in side_b.defined else name  # undefined: as is
+
+    def inputs_a(i: int) -> tuple[Hashable, ...]:
+        return nodes_a[i].inputs
+
+    def inputs_b(j: int) -> tuple[Hashable, ...]:
+        return tuple(key_b(n) for n in nodes_b[j].inputs)
+
+    def consumers_a(i: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+        return tuple(tuple(side_a.consumers.get(o, ())) if o else () for o in nodes_a[i].outputs)
+
+    def consumer_b(j: int, pos: int) -> Hashable:
+        if j < 0:
+            return (j, pos)
+        i = match.b2a.get(j)
+        return (i, pos) if i is not None else ("b", j)
+
+    def consumers_b(j: int) -> tuple[Hashable, ...]:
+        return tuple(
+            tuple(sorted((consumer_b(c, p) for c, p in side_b.consumers.get(o, ())), key=repr))
+            if o
+            else ()
+            for o in nodes_b[j].outputs
+        )
+
+    sorted_a: dict[int, tuple[Hashable, ...]] = {}  # a's side does not change: sorted once
+
+    def sorted_consumers_a(i: int) -> tuple[Hashable, ...]:
+        found = sorted_a.get(i)
+        if found is None:
+            found = sorted_a[i] = tuple(tuple(sorted(c, key=repr)) for c in consumers_a(i))
+        return found
+
+    def used(key: tuple[Hashable, ...]) -> bool:
+        return any(key)
+
+    # Each pass tries its levels in turn for each node of b: the exact signature, else the
+    # one without attributes (so one changed attribute does not stop a chain of matches).
+    passes: list[tuple[bool, list[tuple[Signature, Signature]]]] = [
+        (True, [
+            (lambda i: (side_a.ops[i], side_a.attrs[i], inputs_a(i)),
+             lambda j: (side_b.ops[j], side_b.attrs[j], inputs_b(j))),
+            (lambda i: (side_a.ops[i], inputs_a(i)) if nodes_a[i].inputs else None,
+             lambda j: (side_b.ops[j], inputs_b(j)) if nodes_b[j].inputs else None),
+        ]),
+        (False, [
+            (lambda i: (side_a.ops[i], side_a.attrs[i], sorted_consumers_a(i)),
+             lambda j: (side_b.ops[j], side_b.attrs[j], consumers_b(j))),
+            (lambda i: (side_a.ops[i], c) if used(c := sorted_consumers_a(i)) else None,
+             lambda j: (side_b.ops[j], c) if used(c := consumers_b(j)) else None),
+        ]),
+        (True, [
+            (lambda i: (inputs_a(i), c) if used(c := sorted_consumers_a(i)) else None,
+             lambda j: (inputs_b(j), c) if used(c := consumers_b(j)) else None),
+        ]),
+    ]  # fmt: skip
+    sources = {j for j, node in enumerate(nodes_b) if not node.inputs}
+    for _ in range(_MAX_ROUNDS):
+        if len(match.a2b) == min(len(nodes_a), len(nodes_b)):
+            break
+        for forward, levels in passes:
+            if _run_pass(match, side_a.order, side_b.order, forward, levels, sources):
+                break  # start again from the strictest pass
+        else:
+            break
+    return match
+
+
+def _run_pass(
+    match: GraphMatch,
+    order_a: Sequence[int],
+    order_b: Sequence[int],
+    forward: bool,
+    levels: list[tuple[Signature, Signature]],
+    sources: set[int],
+) -> int:
+    """One pass: pool a's unmatched nodes by signature, then look up b's in order.
+
+    Going forward, a node without inputs (a Constant) pairs only with the one node of its
+    signature: order alone cannot tell several equal constants apart; their consumers can
+    (backward)."""
+    pools: list[dict[Hashable, deque[int]]] = []
+    for sig_a, _ in levels:
+        pool: dict[Hashable, deque[int]] = {}
+        for i in order_a:
+            if i not in match.a2b:
+                key = sig_a(i)
+                if key is not None:
+                    pool.setdefault(key, deque()).append(i)
+        pools.append(pool)
+    if not any(pools):
+        return 0
+    ambiguous = [
+        {key for key, found in pool.items() if len(found) > 1} if forward else set()
+        for pool in pools
+    ]
+    made = 0
+    # Forward: producers first, so a consumer sees its producer's match; backward: the reverse.
+    for j in order_b if forward else reversed(order_b):
+        if j in match.b2a:
+            continue
+        for (_, sig_b), pool, unclear in zip(levels, pools, ambiguous):
+            key = sig_b(j)
+            if key is None or (j in sources and key in unclear):
+                continue
+            candidates = pool.get(key)
+            while candidates:
+                i = candidates.popleft() if forward else candidates.pop()
+                if i not in match.a2b:
+                    match.link(i, j)
+                    made += 1
+                    break
+            if j in match.b2a:
+                break
+    return made

@@ -1,0 +1,229 @@
+"""ModelDiff: the result of comparing two models, with the questions views ask of it."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import Model
+from ..stats import Dequantizer, Histogram, histogram
+from ..tensors import Tensor
+from ._results import NodeChange, NodeRef, RemovedNode, TensorChange
+from ._values import difference_stream
+
+_LISTED = 20  # entries per section in repr / HTML before "… N more"
+#: Characters that could hide or move text (controls, lone surrogates, bidi controls):
+#: shown as U+FFFD, as the views do (views/quoting.py is above this layer).
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff"
+    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\n\r\u2028\u2029]"
+)  # line breaks too: one entry is one line
+
+
+def _safe(value: Any) -> str:
+    return _UNSAFE.sub("\ufffd", str(value))
+
+
+@dataclass(frozen=True)
+class TensorPair:
+    """Two matched tensors and how each is turned into real values (None: as stored)."""
+
+    a: Tensor
+    b: Tensor
+    dq_a: Dequantizer | None = None
+    dq_b: Dequantizer | None = None
+
+
+def _number(value: Any) -> Any:
+    """JSON has no NaN or infinity: null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class ModelDiff:
+    """What changed from model ``a`` to model ``b`` (see :func:`compare_models`)."""
+
+    def __init__(
+        self,
+        a: Model,
+        b: Model,
+        *,
+        model_changes: list[tuple[str, Any, Any]],
+        nodes_added: list[NodeRef],
+        nodes_removed: list[NodeRef],
+        nodes_renamed: list[tuple[NodeRef, NodeRef]],
+        nodes_changed: list[NodeChange],
+        tensors_added: list[str],
+        tensors_removed: list[str],
+        tensors_renamed: list[tuple[str, str]],
+        tensors_changed: list[TensorChange],
+        tensor_pairs: dict[tuple[str, str], TensorPair],
+        status: dict[str, dict[str, str]],
+        removed_where: dict[str, list[RemovedNode]],
+        atol: float = 0.0,
+        rtol: float = 0.0,
+    ) -> None:
+        self.a, self.b = a, b
+        self.model_changes = model_changes
+        self.nodes_added = nodes_added
+        self.nodes_removed = nodes_removed
+        self.nodes_renamed = nodes_renamed
+        self.nodes_changed = nodes_changed
+        self.tensors_added = tensors_added
+        self.tensors_removed = tensors_removed
+        self.tensors_renamed = tensors_renamed
+        self.tensors_changed = tensors_changed
+        self.atol, self.rtol = atol, rtol
+        self._pairs = tensor_pairs
+        self._status = status
+        self._removed_where = removed_where
+        self._changes = {(c.b.graph, c.b.name): c for c in nodes_changed}
+
+    @property
+    def equal(self) -> bool:
+        """No change at all (renames aside), values within the tolerances."""
+        return not (
+            self.model_changes or self.nodes_added or self.nodes_removed or self.nodes_changed
+            or self.tensors_added or self.tensors_removed or self.tensors_changed
+        )  # fmt: skip
+
+    # -- questions a view asks ----------------------------------------------------------
+    def node_status(self, graph_path: str = "/") -> dict[str, str]:
+        """b's node names in that graph → "added" | "changed" | "renamed" | "unchanged"."""
+        return dict(self._status.get(graph_path, {}))
+
+    def removed_in(self, graph_path: str = "/") -> list[RemovedNode]:
+        """a's nodes removed from the graph b calls ``graph_path``, with their wiring."""
+        return list(self._removed_where.get(graph_path, []))
+
+    def node_change(self, b_name: str, graph_path: str = "/") -> NodeChange | None:
+        return self._changes.get((graph_path, b_name))
+
+    def tensor_change(self, name: str) -> TensorChange | None:
+        """The change of the tensor b calls ``name`` (or a, for one b does not have)."""
+        for change in self.tensors_changed:
+            if change.b == name:
+                return change
+        for change in self.tensors_changed:
+            if change.a == name:
+                return change
+        return None
+
+    def difference_histogram(self, change: TensorChange, bins: int = 64) -> Histogram:
+        """Histogram of ``b - a`` element-wise (dequantized / widened as compared), streamed."""
+        pair = self._pairs.get((change.a or "", change.b or ""))
+        if pair is None:
+            raise KeyError(f"no compared tensor pair {change.a!r} / {change.b!r} in this diff")
+        if change.error:
+            raise ValueError(f"tensor {change.b!r}: {change.error}")
+        try:
+            return histogram(difference_stream(pair.a, pair.b, pair.dq_a, pair.dq_b), bins)
+        finally:
+            pair.a.release()
+            pair.b.release()
+
+    # -- output ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the schema of ``onnx-explorer diff --json`` (see the README)."""
+        return {
+            "equal": self.equal,
+            "model": [{"field": f, "a": old, "b": new} for f, old, new in self.model_changes],
+            "nodes": {
+                "added": [r.label for r in self.nodes_added],
+                "removed": [r.label for r in self.nodes_removed],
+                "renamed": [[a.label, b.label] for a, b in self.nodes_renamed],
+                "changed": [
+                    {
+                        "a": c.a.label,
+                        "b": c.b.label,
+                        "op_type": c.b.op_type,
+                        "changes": list(c.changes),
+                    }
+                    for c in self.nodes_changed
+                ],
+            },
+            "tensors": {
+                "added": list(self.tensors_added),
+                "removed": list(self.tensors_removed),
+                "renamed": [list(pair) for pair in self.tensors_renamed],
+                "changed": [self._tensor_dict(c) for c in self.tensors_changed],
+            },
+        }
+
+    @staticmethod
+    def _node_dict(c: NodeChange) -> dict[str, Any]:
+        return {"a": c.a.label, "b": c.b.label, "op_type": c.b.op_type, "changes": list(c.changes)}
+
+    @staticmethod
+    def _tensor_dict(c: TensorChange) -> dict[str, Any]:
+        return {
+            "a": c.a, "b": c.b, "max_abs": _number(c.max_abs), "max_rel": _number(c.max_rel),
+            "mean_abs": _number(c.mean_abs), "cosine": _number(c.cosine),
+            "differing": c.differing, "dtype_a": c.dtype_a, "dtype_b": c.dtype_b,
+            "shape_a": list(c.shape_a) if c.shape_a is not None else None,
+            "shape_b": list(c.shape_b) if c.shape_b is not None else None,
+            "bit_identical": c.bit_identical, "error": c.error,
+        }  # fmt: skip
+
+    def _sections(self) -> list[tuple[str, list[str]]]:
+        def tensor_line(c: TensorChange) -> str:
+            name = c.b if c.a == c.b else f"{c.a} → {c.b}"
+            head = f"~ {name}"
+            if c.dtype_a != c.dtype_b:
+                head += f" ({c.dtype_a} → {c.dtype_b})"
+            if c.error:
+                return f"{head}: {c.error}"
+            if c.max_abs is None:
+                return head
+            return (
+                f"{head}: max abs {c.max_abs:.4g}, max rel {c.max_rel:.4g}, "
+                f"cosine {c.cosine:.6g}, {c.differing} differing"
+            )
+
+        return [
+            ("model", [f"{f}: {old!r} → {new!r}" for f, old, new in self.model_changes]),
+            ("nodes added", [f"+ {r.label} ({r.op_type})" for r in self.nodes_added]),
+            ("nodes removed", [f"- {r.label} ({r.op_type})" for r in self.nodes_removed]),
+            ("nodes changed", [f"~ {c.b.label} ({c.b.op_type}): " + "; ".join(c.changes)
+                               for c in self.nodes_changed]),
+            ("nodes renamed", [f"{a.label} → {b.label}" for a, b in self.nodes_renamed]),
+            ("tensors added", [f"+ {n}" for n in self.tensors_added]),
+            ("tensors removed", [f"- {n}" for n in self.tensors_removed]),
+            ("tensors changed", [tensor_line(c) for c in self.tensors_changed]),
+            ("tensors renamed", [f"{a} → {b}" for a, b in self.tensors_renamed]),
+        ]  # fmt: skip
+
+    def _title(self) -> str:
+        def name(model: Model, side: str) -> str:
+            return model.path.name if model.path is not None else side
+
+        verdict = "equal" if self.equal else "different"
+        tolerance = f" (atol {self.atol:g}, rtol {self.rtol:g})" if self.atol or self.rtol else ""
+        return f"ModelDiff {name(self.a, 'a')} → {name(self.b, 'b')}: {verdict}{tolerance}"
+
+    def __repr__(self) -> str:
+        lines = [_safe(self._title())]
+        for title, entries in self._sections():
+            if not entries:
+                continue
+            lines.append(f"{title} ({len(entries)}):")
+            lines.extend("  " + _safe(e) for e in entries[:_LISTED])
+            if len(entries) > _LISTED:
+                lines.append(f"  … {len(entries) - _LISTED} more")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        parts = [f"<div><b>{html.escape(_safe(self._title()))}</b>"]
+        for title, entries in self._sections():
+            if not entries:
+                continue
+            items = "".join(f"<li>{html.escape(_safe(e))}</li>" for e in entries[:_LISTED])
+            if len(entries) > _LISTED:
+                items += f"<li>… {len(entries) - _LISTED} more</li>"
+            parts.append(f"<div>{html.escape(title)} ({len(entries)}):<ul>{items}</ul></div>")
+        parts.append("</div>")
+        return "".join(parts)

@@ -1,0 +1,226 @@
+"""Comparing two tensors' values, streamed chunk by chunk, and hashing one's content.
+
+Neither tensor is ever read whole: both are read in aligned chunks, compared as bytes
+first (the common case, identical weights, costs one read of each and no arithmetic),
+and only when the bytes differ compared again as float64 values: fp16 / bf16 widened,
+a quantized side dequantized (see :mod:`onnx_explorer.quant`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ExplorerError, TensorDataError
+from ..stats import Dequantizer, ValueStream, tensor_values
+from ..tensors import Tensor
+from ._results import TensorChange
+
+#: Elements per chunk of the byte comparison and of hashing.
+_CHUNK = 1 << 20
+
+
+def content_digest(tensor: Tensor) -> str:
+    """A hash of the tensor's decoded bytes, streamed (for renamed-initializer matching)."""
+    digest = hashlib.blake2b(digest_size=20)
+    for chunk in tensor.iter_chunks(_CHUNK):
+        digest.update(np.ascontiguousarray(chunk).view(np.uint8).data)
+    tensor.release()
+    return digest.hexdigest()
+
+
+def _aligned(
+    xs: Iterable[np.ndarray], ys: Iterable[np.ndarray], what: str
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Equal-length pieces of two flat streams holding the same number of elements."""
+    it_x, it_y = iter(xs), iter(ys)
+    x = next(it_x, None)
+    y = next(it_y, None)
+    while x is not None and y is not None:
+        if x.size == 0:
+            x = next(it_x, None)
+            continue
+        if y.size == 0:
+            y = next(it_y, None)
+            continue
+        n = min(x.size, y.size)
+        yield x[:n], y[:n]
+        x = x[n:] if x.size > n else next(it_x, None)
+        y = y[n:] if y.size > n else next(it_y, None)
+    if x is not None or y is not None:
+        raise TensorDataError(f"{what}: the two tensors gave different numbers of values")
+
+
+def _blocks(stream: ValueStream) -> Iterator[np.ndarray]:
+    for _, block in stream.blocks():
+        yield np.asarray(stream.widen(block), dtype=np.float64)
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _raw(values: np.ndarray) -> np.ndarray:
+    """The bits of numeric values as unsigned integers of the same width (NaN == NaN)."""
+    values = np.ascontiguousarray(values)
+    size = values.dtype.itemsize
+    return values.view(_UNSIGNED.get(size, np.uint64 if size % 8 == 0 else np.uint8))
+
+
+def _bytes_equal(a: Tensor, b: Tensor) -> bool:
+    what = f"tensor {b.name!r}"
+    for x, y in _aligned(a.iter_chunks(_CHUNK), b.iter_chunks(_CHUNK), what):
+        if not np.array_equal(_raw(x), _raw(y)):
+            return False
+    return True
+
+
+@dataclass
+class _Totals:
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    sum_abs: float = 0.0
+    dot: float = 0.0
+    norm_a: float = 0.0
+    norm_b: float = 0.0
+    differing: int = 0
+    count: int = 0
+
+    def add(self, a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> None:
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            d = np.abs(b - a)
+            top = d.max() if d.size else 0.0
+            if not math.isfinite(top):  # NaN or infinity on a side: the careful way
+                self._add_special(a, b, d, atol, rtol)
+                return
+            abs_a = np.abs(a)
+            limit = atol + rtol * abs_a if rtol else atol
+            self.differing += int(np.count_nonzero(d > limit))
+            self.max_abs = max(self.max_abs, float(top))
+            if top > 0:  # 0 / 0 is NaN: fmax skips it; x / 0 is inf, as it should be
+                self.max_rel = max(self.max_rel, float(np.fmax.reduce(d / abs_a)))
+            self.sum_abs += float(d.sum())
+            self._dots(a, b)
+        self.count += a.size
+
+    def _add_special(
+        self, a: np.ndarray, b: np.ndarray, d: np.ndarray, atol: float, rtol: float
+    ) -> None:
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        d[same] = 0.0
+        d[np.isnan(d)] = np.inf  # one side NaN, or inf - inf
+        abs_a = np.abs(a)
+        self.differing += int(np.count_nonzero(~same & ~(d <= atol + rtol * abs_a)))
+        self.max_abs = max(self.max_abs, float(d.max()))
+        rel = d / abs_a
+        rel[d == 0] = 0.0
+        rel[np.isnan(rel)] = np.inf
+        self.max_rel = max(self.max_rel, float(rel.max()))
+        self.sum_abs += float(d.sum())
+        finite = np.isfinite(a) & np.isfinite(b)
+        self._dots(a[finite], b[finite])
+        self.count += a.size
+
+    def _dots(self, a: np.ndarray, b: np.ndarray) -> None:
+        # einsum, not BLAS: a BLAS dot may spin up threads, slow on a busy machine.
+        self.dot += float(np.einsum("i,i->", a, b))
+        self.norm_a += float(np.einsum("i,i->", a, a))
+        self.norm_b += float(np.einsum("i,i->", b, b))
+
+    @property
+    def cosine(self) -> float:
+        if self.norm_a == 0.0 or self.norm_b == 0.0:
+            return 1.0 if self.norm_a == self.norm_b else 0.0
+        return self.dot / math.sqrt(self.norm_a * self.norm_b)
+
+
+def _shape_text(shape: tuple[int, ...] | None) -> str:
+    return "?" if shape is None else "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def value_shape(tensor: Tensor, dq: Dequantizer | None) -> tuple[int, ...]:
+    shape = getattr(dq, "output_shape", None)
+    return tuple(shape) if shape is not None else tuple(tensor.shape)
+
+
+def compare_tensors(
+    a: Tensor,
+    b: Tensor,
+    *,
+    atol: float = 0.0,
+    rtol: float = 0.0,
+    dq_a: Dequantizer | None = None,
+    dq_b: Dequantizer | None = None,
+    values: bool = True,
+) -> TensorChange | None:
+    """How ``b`` differs from ``a``; None when equal (same dtype and shape, and values within
+    ``atol + rtol·|a|`` element-wise). A reading error is reported, never raised."""
+
+    def change(**fields: object) -> TensorChange:
+        base: dict[str, object] = dict(
+            a=a.name, b=b.name, dtype_a=a.dtype_name, dtype_b=b.dtype_name,
+            shape_a=tuple(a.shape), shape_b=tuple(b.shape), bit_identical=False,
+            max_abs=None, max_rel=None, mean_abs=None, cosine=None, differing=None, error=None,
+        )  # fmt: skip
+        base.update(fields)
+        return TensorChange(**base)  # type: ignore[arg-type]
+
+    same_type = a.dtype_name == b.dtype_name and dq_a is None and dq_b is None
+    shape_a, shape_b = value_shape(a, dq_a), value_shape(b, dq_b)
+    if shape_a != shape_b:
+        return change(error=f"shapes differ: {_shape_text(shape_a)} vs {_shape_text(shape_b)}")
+    if not values:
+        return None if same_type else change()
+    numeric = a.dtype_info.is_numeric and b.dtype_info.is_numeric
+    try:
+        if not numeric:  # strings: equal or not, element by element
+            differing = _count_unequal(a, b)
+            return None if same_type and differing == 0 else change(differing=differing)
+        if same_type and _bytes_equal(a, b):
+            return None
+        totals = _Totals()
+        what = f"tensor {b.name!r}"
+        stream_a, stream_b = tensor_values(a, dq_a), tensor_values(b, dq_b)
+        for x, y in _aligned(_blocks(stream_a), _blocks(stream_b), what):
+            totals.add(x, y, atol, rtol)
+    except (ExplorerError, OSError, ValueError, MemoryError) as exc:
+        return change(error=f"could not compare: {exc}")
+    finally:
+        a.release()
+        b.release()
+    if same_type and totals.differing == 0:
+        return None  # within the tolerances
+    return change(
+        max_abs=totals.max_abs,
+        max_rel=totals.max_rel,
+        mean_abs=totals.sum_abs / totals.count if totals.count else 0.0,
+        cosine=totals.cosine,
+        differing=totals.differing,
+    )
+
+
+def _count_unequal(a: Tensor, b: Tensor) -> int:
+    """Elements that differ between two tensors of strings (or other non-numbers)."""
+    count = 0
+    for x, y in _aligned(a.iter_chunks(_CHUNK), b.iter_chunks(_CHUNK), f"tensor {b.name!r}"):
+        count += int(np.count_nonzero(x != y))
+    return count
+
+
+def difference_stream(
+    a: Tensor, b: Tensor, dq_a: Dequantizer | None, dq_b: Dequantizer | None
+) -> ValueStream:
+    """The element-wise ``b - a`` (float64) as a stream statistics and histograms read."""
+    stream_a, stream_b = tensor_values(a, dq_a), tensor_values(b, dq_b)
+
+    def blocks() -> Iterator[tuple[int, np.ndarray]]:
+        offset = 0
+        pairs = _aligned(_blocks(stream_a), _blocks(stream_b), f"tensor {b.name!r}")
+        for x, y in pairs:
+            yield offset, y - x
+            offset += x.size
+
+    return ValueStream(blocks, stream_a.count, True)
