@@ -80,16 +80,10 @@ class GraphView(anywidget.AnyWidget):
     budget = traitlets.Float(DEFAULT_BUDGET)
     picked_ghost = traitlets.Unicode("")  # key of the ghost clicked last ("" otherwise)
 
-    def __init__(
-        self,
-        graph: Graph,
-        model: Model | None = None,
-        *,
-        overlay: OverlaySource = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, graph: Graph, model: Model | None = None, **kwargs: Any) -> None:
+        # ``overlay`` is taken out before the traits are: it is Python-side only.
+        self._overlay: OverlaySource = kwargs.pop("overlay", None)
         super().__init__(**kwargs)
-        self._overlay: OverlaySource = overlay
         self.graph = graph
         self.model = model if model is not None else graph.model
         self.result: DotResult | None = None
