@@ -28,6 +28,7 @@ EXPECTED = {
     "ValueInfo",
     "__version__",
     "explore",
+    "explore_diff",
     "load",
 }
 
