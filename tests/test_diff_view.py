@@ -275,6 +275,16 @@ def test_text_from_the_models_is_escaped_in_the_panels():
     view.close()
 
 
+@pytest.mark.graphviz
+def test_a_saved_notebook_keeps_the_diff_summary_and_the_coloured_drawing():
+    view = _drawn(DiffExplorer(FakeDiff()))
+    bundle = view._repr_mimebundle_()
+    static = bundle["text/html"]
+    assert static.startswith("<b>diff</b>")  # the ModelDiff's own summary
+    assert "<svg" in static and PALETTE["changed"].fill in static
+    view.close()
+
+
 def test_a_side_that_cannot_be_opened_is_named(tmp_path):
     good = tmp_path / "a.onnx"
     onnx.save(model_a(), good)

@@ -183,6 +183,7 @@ class _Builder:
         self.changes: dict[int, int] = {}  # id(scope) → overlay changes inside it
         self.box_of: dict[int, str | None] = {}  # id(scope) → collapsed box showing it
         self.ghost_scope: dict[int, Scope] = {}  # ghost position → scope holding its wires
+        self._ends: tuple[dict[str, Edge], dict[str, list[int]]] | None = None
 
     # -- ids ---------------------------------------------------------------------
     def new_id(self, prefix: str) -> str:
@@ -639,7 +640,12 @@ class _Builder:
             scope = scope.parent
 
     def _value_ends(self) -> tuple[dict[str, Edge], dict[str, list[int]]]:
-        """Value name → the edge that brings it, and → the nodes that read it."""
+        """Value name → the edge that brings it, and → the nodes that read it (made once)."""
+        if self._ends is None:
+            self._ends = self._find_value_ends()
+        return self._ends
+
+    def _find_value_ends(self) -> tuple[dict[str, Edge], dict[str, list[int]]]:
         producers: dict[str, Edge] = {}
         consumers: dict[str, list[int]] = {}
         for edge in self.index.edges:
