@@ -43,6 +43,7 @@ __all__ = [
     "__version__",
     "diff",
     "explore",
+    "explore_diff",
     "load",
 ]
 
@@ -74,6 +75,14 @@ def explore(source, **options):  # type: ignore[no-untyped-def]
     from .widgets.explorer import explore as _explore
 
     return _explore(source, **options)
+
+
+def explore_diff(a, b, **options):  # type: ignore[no-untyped-def]
+    """Show what changed from model ``a`` to ``b``; see
+    :func:`onnx_explorer.widgets.diff_explorer.explore_diff`."""
+    from .widgets.diff_explorer import explore_diff as _explore_diff
+
+    return _explore_diff(a, b, **options)
 
 
 def load_ipython_extension(ip):  # type: ignore[no-untyped-def]

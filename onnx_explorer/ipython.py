@@ -2,6 +2,7 @@
 
 ``%onnx_explore PATH [--external-data-dir DIR]``  opens the explorer;
 ``%onnx_summary PATH [--external-data-dir DIR] [--full]``  prints the text summary;
+``%onnx_diff A B [--no-weights] [--atol X] [--rtol X]``  shows what changed from A to B;
 an ``onnx.ModelProto`` left as a cell's last expression displays as the explorer.
 ``%unload_ext onnx_explorer`` removes all of it.
 """
@@ -13,7 +14,7 @@ import shlex
 import shutil
 from typing import Any
 
-MAGIC_NAMES = ("onnx_explore", "onnx_summary")
+MAGIC_NAMES = ("onnx_explore", "onnx_summary", "onnx_diff")
 
 
 class _MagicArgumentError(Exception):
@@ -44,6 +45,35 @@ def onnx_explore(line: str) -> Any:
         return explore(
             args.path, external_data_dir=args.external_data_dir, max_nodes=args.max_nodes
         )
+    except (_MagicArgumentError, ExplorerError) as exc:
+        _print_error(exc)
+        return None
+
+
+def _parse_diff(line: str) -> argparse.Namespace:
+    parser = _Parser(prog="%onnx_diff", add_help=False)
+    parser.add_argument("a")
+    parser.add_argument("b")
+    parser.add_argument("--external-data-dir", default=None)
+    parser.add_argument("--max-nodes", type=int, default=None)
+    parser.add_argument("--no-weights", action="store_true")
+    parser.add_argument("--atol", type=float, default=0.0)
+    parser.add_argument("--rtol", type=float, default=0.0)
+    return parser.parse_args(shlex.split(line))
+
+
+def onnx_diff(line: str) -> Any:
+    """%onnx_diff A B [--no-weights] [--atol X] [--rtol X] [--external-data-dir DIR]
+    [--max-nodes N]: show model B drawn with what changed since A, and the changes."""
+    from .errors import ExplorerError
+    from .widgets.diff_explorer import explore_diff
+
+    try:
+        args = _parse_diff(line)
+        return explore_diff(
+            args.a, args.b, weights=not args.no_weights, atol=args.atol, rtol=args.rtol,
+            external_data_dir=args.external_data_dir, max_nodes=args.max_nodes,
+        )  # fmt: skip
     except (_MagicArgumentError, ExplorerError) as exc:
         _print_error(exc)
         return None
@@ -85,6 +115,7 @@ def _formatter(ip: Any) -> Any:
 def load_ipython_extension(ip: Any) -> None:
     ip.register_magic_function(onnx_explore, "line", "onnx_explore")
     ip.register_magic_function(onnx_summary, "line", "onnx_summary")
+    ip.register_magic_function(onnx_diff, "line", "onnx_diff")
     _formatter(ip).for_type_by_name("onnx.onnx_ml_pb2", "ModelProto", _model_proto_mimebundle)
 
 

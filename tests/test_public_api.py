@@ -30,6 +30,7 @@ EXPECTED = {
     "__version__",
     "diff",
     "explore",
+    "explore_diff",
     "load",
 }
 

@@ -39,6 +39,7 @@ from .index import (
     paused_gc,
 )
 from .labels import constant_attribute_label, schema_inputs, tensor_label
+from .overlay import PALETTE, Ghost, Overlay, paint_for
 from .quoting import as_text, one_line, shorten
 from .scopes import Scope, ScopeTree, first_view, open_scopes, scope_tree
 from .shapes import ValueTypes, value_types
@@ -61,6 +62,8 @@ LABEL_CHARS = 48
 #: Longest model name in a hover title or a note (the attribute panel shows it whole):
 #: a 1 MB node name would otherwise be written into the SVG once per title.
 TITLE_NAME_CHARS = 2000
+#: Most ghost boxes (removed nodes) in one drawing; the rest are counted in a note.
+MAX_GHOSTS = 200
 
 _BODY_ORDER = {"then_branch": 0, "else_branch": 1, "body": 2}
 
@@ -97,6 +100,7 @@ def build_dot(
     first_view_nodes: int = DEFAULT_FIRST_VIEW,
     infer_shapes: bool | None = None,
     control_edges: str = "auto",
+    overlay: Overlay | None = None,
 ) -> DotResult:
     """Describe ``graph`` in DOT.
 
@@ -109,6 +113,9 @@ def build_dot(
     True, False, or None for graphs up to 50,000 nodes). ``control_edges``: edges that
     only order execution (GraphDef ``^name``), bundled to one per pair of drawn boxes:
     ``show``, ``hide``, or ``auto`` (shown when there are few, else hidden with a note).
+    ``overlay``: fills per node name, ghost boxes and a legend painted over the drawing
+    (a model diff's statuses, a numeric scale); collapsed scopes say how many changes
+    they hold.
     """
     if edge_labels not in EDGE_LABELS:
         raise ValueError(
@@ -130,12 +137,15 @@ def build_dot(
     with paused_gc():
         builder = _Builder(graph, model, index, tree, types, edge_labels, int(max_nodes))
         builder.control_edges = control_edges
+        if overlay is not None:
+            builder.set_overlay(overlay)
         if types_note:
             builder.notes.append(types_note)
         if focus is not None and focus != "":
             builder.draw_focus(graph.node(focus), int(hops))
         else:
             builder.draw_scopes(expanded, min(int(first_view_nodes), int(max_nodes)))
+        builder.draw_overlay_extras(focus is not None and focus != "")
         return builder.result()
 
 
@@ -169,6 +179,11 @@ class _Builder:
         self.rep: Callable[[int], str | None] = self.node_ids.get
         self.control_edges = "auto"
         self.control_hidden = 0  # bundled control edges left out
+        self.overlay: Overlay | None = None
+        self.changes: dict[int, int] = {}  # id(scope) → overlay changes inside it
+        self.box_of: dict[int, str | None] = {}  # id(scope) → collapsed box showing it
+        self.ghost_scope: dict[int, Scope] = {}  # ghost position → scope holding its wires
+        self._ends: tuple[dict[str, Edge], dict[str, list[int]]] | None = None
 
     # -- ids ---------------------------------------------------------------------
     def new_id(self, prefix: str) -> str:
@@ -210,6 +225,7 @@ class _Builder:
             else:
                 assert scope.parent is not None
                 box_of[key] = box_of[id(scope.parent)]
+        self.box_of = box_of
         node_scope, node_ids = tree.node_scope, self.node_ids
 
         def rep(i: int) -> str | None:
@@ -308,7 +324,9 @@ class _Builder:
                 memo[id(member)] = box
                 self.boxes.append(member)
                 self._register_scope(box, member, opened=False)
-                self.lines.append(dot.scope_box(box, self._scope_lines(member), member.synthetic))
+                changes = self.changes.get(id(member), 0)
+                lines = self._scope_lines(member)
+                self.lines.append(dot.scope_box(box, lines, member.synthetic, changes))
                 self.drawn += 1
 
     def _members(self, scope: Scope, memo: dict[int, str | None]) -> Iterator[Scope | int]:
@@ -321,7 +339,9 @@ class _Builder:
         return (member for _, member in members)
 
     def _scope_heading(self, scope: Scope) -> str:
-        return one_line(f"{scope.label} · {scope.node_count:,} nodes", LABEL_CHARS)
+        changes = self.changes.get(id(scope), 0)
+        extra = f" · {_changes_text(changes)}" if changes else ""
+        return one_line(f"{scope.label} · {scope.node_count:,} nodes{extra}", LABEL_CHARS)
 
     def _scope_lines(self, scope: Scope) -> list[str]:
         counts = f"{scope.node_count:,} nodes"
@@ -331,6 +351,9 @@ class _Builder:
         ops = self.tree.ops(self.graph, scope).most_common(3)
         if ops:
             lines.append(one_line(" ".join(f"{op}×{n}" for op, n in ops), LABEL_CHARS))
+        changes = self.changes.get(id(scope), 0)
+        if changes:
+            lines.append(_changes_text(changes))
         return lines
 
     def _register_scope(self, sid: str, scope: Scope, opened: bool) -> None:
@@ -342,6 +365,9 @@ class _Builder:
             "synthetic": scope.synthetic,
             "nodes": scope.node_count,
         }
+        changes = self.changes.get(id(scope), 0)
+        if changes:
+            self.ids[sid]["changes"] = changes
         ops = self.tree.ops(self.graph, scope).most_common(8)
         title = [
             ("group " if scope.synthetic else "scope ") + _titled(scope.path),
@@ -349,6 +375,9 @@ class _Builder:
             ", ".join(f"{op} {n:,}" for op, n in ops),
             "double-click to close" if opened else "double-click to open",
         ]
+        changes = self.changes.get(id(scope), 0)
+        if changes:
+            title.insert(2, _changes_text(changes))
         self.titles[sid] = "\n".join(title)
 
     def _emit_node(self, i: int, highlight: bool = False) -> None:
@@ -373,6 +402,17 @@ class _Builder:
             title.append(full)
         if len(folded) > FOLDED_LINES_MAX:
             lines.append(f"+{len(folded) - FOLDED_LINES_MAX} more")
+        paint = None
+        if self.overlay is not None:
+            style = self.overlay.styles.get(entry["name"])
+            paint = paint_for(style) if style is not None else None
+            if paint is not None:
+                assert style is not None
+                entry["status"] = style
+                title.insert(1, paint.legend)
+            extra = self.overlay.titles.get(entry["name"])
+            if extra:
+                title.append(_titled(extra))
         self.ids[nid] = entry
         self.titles[nid] = "\n".join(title)
         bodies = []
@@ -389,6 +429,7 @@ class _Builder:
                 bodies=bodies,
                 calls_function=any(g["kind"] == "function" for g in openable),
                 highlight=highlight,
+                paint=paint,
             )
         )
 
@@ -569,6 +610,115 @@ class _Builder:
         label = type_text(info, self.edge_labels) if info is not None else ""
         return one_line(label, LABEL_CHARS), f"{_titled(value)}\n{text}".rstrip()
 
+    # -- the overlay: counts, ghosts, legend ------------------------------------------
+    def set_overlay(self, overlay: Overlay) -> None:
+        """Count the overlay's changes per scope (before any box is labelled)."""
+        self.overlay = overlay
+        graph, node_scope = self.graph, self.tree.node_scope
+        by_name = {as_text(node.name): node.index for node in graph.nodes}
+        for name, style in overlay.styles.items():
+            i = by_name.get(name)
+            if i is not None and overlay.counts(style):
+                self._count_change(node_scope[i])
+        producers, consumers = self._value_ends()
+        for k, ghost in enumerate(overlay.ghosts[:MAX_GHOSTS]):
+            ends = [
+                int(producers[v].key)
+                for v in ghost.inputs
+                if v in producers and producers[v].kind == FROM_NODE
+            ]
+            ends += [i for v in ghost.outputs for i in consumers.get(v, ())]
+            scopes = [node_scope[i] for i in ends]
+            scope = _common_scope(scopes) if scopes else self.tree.root
+            self.ghost_scope[k] = scope
+            if overlay.counts("removed"):
+                self._count_change(scope)
+
+    def _count_change(self, scope: Scope | None) -> None:
+        while scope is not None:
+            self.changes[id(scope)] = self.changes.get(id(scope), 0) + 1
+            scope = scope.parent
+
+    def _value_ends(self) -> tuple[dict[str, Edge], dict[str, list[int]]]:
+        """Value name → the edge that brings it, and → the nodes that read it (made once)."""
+        if self._ends is None:
+            self._ends = self._find_value_ends()
+        return self._ends
+
+    def _find_value_ends(self) -> tuple[dict[str, Edge], dict[str, list[int]]]:
+        producers: dict[str, Edge] = {}
+        consumers: dict[str, list[int]] = {}
+        for edge in self.index.edges:
+            if edge.control or not edge.value:
+                continue
+            producers.setdefault(edge.value, edge)
+            consumers.setdefault(edge.value, []).append(edge.dst)
+        for edge in self.index.output_edges:
+            if edge.value:
+                producers.setdefault(edge.value, edge)
+        return producers, consumers
+
+    def draw_overlay_extras(self, focus: bool) -> None:
+        overlay = self.overlay
+        if overlay is None:
+            return
+        if overlay.ghosts:
+            self._emit_ghosts(overlay.ghosts, focus)
+        rows = overlay.legend_rows()
+        if rows:
+            lid = "legend"
+            self.ids[lid] = {"kind": "legend"}
+            self.titles[lid] = "legend"
+            self.lines.append(dot.legend(lid, overlay.legend_title, rows))
+
+    def _emit_ghosts(self, ghosts: tuple[Ghost, ...], focus: bool) -> None:
+        producers, consumers = self._value_ends()
+        output_of = {e.value: e.dst for e in self.index.output_edges if e.value}
+        paint = PALETTE["removed"]
+        hidden = 0
+        for k, ghost in enumerate(ghosts[:MAX_GHOSTS]):
+            scope = self.ghost_scope.get(k)
+            if not focus and scope is not None and self.box_of.get(id(scope)):
+                continue  # inside a collapsed scope: counted on its box
+            wires: dict[tuple[str, str], None] = {}
+            gid = f"g{k}"
+            for value in ghost.inputs:
+                edge = producers.get(value)
+                src = self._source_id(edge, False) if edge is not None else None
+                if src is not None:
+                    wires[(src, gid)] = None
+            for value in ghost.outputs:
+                for i in consumers.get(value, ()):
+                    dst = self.rep(i)
+                    if dst is not None:
+                        wires[(gid, dst)] = None
+                out = self.output_ids.get(output_of[value]) if value in output_of else None
+                if out is not None:
+                    wires[(gid, out)] = None
+            if focus and not wires:
+                continue  # nowhere near the drawn neighbourhood
+            if self.drawn >= self.max_nodes:
+                hidden += 1
+                continue
+            name, op = as_text(ghost.name), as_text(ghost.op_type)
+            self.ids[gid] = {"kind": "ghost", "key": ghost.key, "name": name, "op": op}
+            title = [_titled(name) or "(unnamed node)", f"{op} node", paint.legend]
+            if ghost.title:
+                title.append(_titled(ghost.title))
+            self.titles[gid] = "\n".join(title)
+            lines = [one_line(op, LABEL_CHARS)]
+            if name:
+                lines.append(one_line(name, LABEL_CHARS))
+            self.lines.append(dot.ghost(gid, lines, paint))
+            self.drawn += 1
+            for src, dst in wires:
+                eid = self.new_id("e")
+                self.titles[eid] = "wire of a removed node"
+                self.lines.append(dot.ghost_edge(eid, src, dst))
+        hidden += max(0, len(ghosts) - MAX_GHOSTS)
+        if hidden:
+            self.notes.append(f"{hidden:,} removed nodes not drawn (max_nodes={self.max_nodes})")
+
     def result(self) -> DotResult:
         self.lines.append(dot.FOOTER)
         rep, graph, index = self.rep, self.graph, self.index
@@ -594,6 +744,29 @@ class _Builder:
             _locate=locate,
             control_hidden=self.control_hidden,
         )
+
+
+def _changes_text(count: int) -> str:
+    return f"{count:,} change{'s' if count != 1 else ''}"
+
+
+def _common_scope(scopes: list[Scope]) -> Scope:
+    """The innermost scope holding all of ``scopes`` (the root at worst)."""
+
+    def chain(scope: Scope) -> list[Scope]:
+        path = [scope]
+        while path[-1].parent is not None:
+            path.append(path[-1].parent)  # type: ignore[arg-type]
+        return path[::-1]
+
+    common = chain(scopes[0])
+    for scope in scopes[1:]:
+        other = chain(scope)
+        k = 0
+        while k < min(len(common), len(other)) and common[k] is other[k]:
+            k += 1
+        common = common[:k]
+    return common[-1]
 
 
 def _titled(value: Any) -> str:

@@ -20,6 +20,7 @@ from ..errors import GraphvizNotFoundError, LayoutCancelledError, LayoutTimeoutE
 from ..model import Graph, Model
 from .dot import DEFAULT_FIRST_VIEW, DEFAULT_HOPS, DEFAULT_MAX_NODES, DotResult, build_dot
 from .index import FROM_INPUT, graph_index
+from .overlay import Overlay
 from .render import Layout, finish_svg, layout_variants
 
 #: Seconds one plan may take before a cheaper one is tried.
@@ -43,7 +44,7 @@ class ViewRequest:
     control_edges: str = "auto"
     first_view_nodes: int = DEFAULT_FIRST_VIEW
 
-    def build(self, graph: Graph, model: Model | None) -> DotResult:
+    def build(self, graph: Graph, model: Model | None, overlay: Overlay | None = None) -> DotResult:
         return build_dot(
             graph,
             model,
@@ -54,6 +55,7 @@ class ViewRequest:
             edge_labels=self.edge_labels,
             control_edges=self.control_edges,
             first_view_nodes=min(self.first_view_nodes, self.max_nodes),
+            overlay=overlay,
         )
 
 
@@ -161,10 +163,12 @@ def draw(
     budget: float = DEFAULT_BUDGET,
     cancellation: Cancellation | None = None,
     on_attempt: Callable[[DotResult], None] | None = None,
+    overlay: Overlay | None = None,
 ) -> Drawing:
     """Lay out ``request``, falling back to cheaper plans until one draws.
 
     ``on_attempt(result)`` is called before each ``dot`` run (for a busy indicator).
+    ``overlay`` (fills, ghosts, legend) is painted on every plan, the cheaper ones too.
     Raises GraphvizNotFoundError, LayoutCancelledError, or RenderError when even the
     cheapest plan failed (its message says what each plan hit).
     """
@@ -177,7 +181,7 @@ def draw(
         what, plan = upcoming
         upcoming = next(candidates, None)
         cancellation.check()
-        result = plan.build(graph, model)
+        result = plan.build(graph, model, overlay)
         cancellation.check()
         if on_attempt is not None:
             on_attempt(result)

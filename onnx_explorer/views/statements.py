@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .overlay import Paint
 from .quoting import dot_label, dot_string, html_text, shorten
 
 _FONT = "Helvetica,Arial,sans-serif"
@@ -47,16 +48,22 @@ def node(
     bodies: Sequence[tuple[str, str]] = (),
     calls_function: bool = False,
     highlight: bool = False,
+    paint: Paint | None = None,
 ) -> str:
-    """An operator box. ``bodies``: (cell id, label) per openable graph, drawn as cells."""
+    """An operator box. ``bodies``: (cell id, label) per openable graph, drawn as cells.
+    ``paint``: an overlay's fill and border (a diff status), instead of the op's colour."""
     if bodies:
         # One cell per body, each its own clickable item: an If offers both branches.
         attrs = [f'id="{nid}"', f"label={body_cells_label(lines, bodies)}", 'margin="0.06,0.03"']
     else:
         attrs = [f'id="{nid}"', f"label={dot_label(list(lines))}"]
     fill = _FUNCTION_COLOUR if calls_function else _OP_COLOURS.get(op_type)
+    if paint is not None:
+        fill = paint.fill
     if fill:
         attrs.append(f'fillcolor="{fill}"')
+    if paint is not None:
+        attrs.append(f'color="{paint.border}" penwidth=1.6')
     if bodies:
         attrs.append("peripheries=2")
     if highlight:
@@ -87,13 +94,51 @@ def body_cells_label(lines: Sequence[str], bodies: Sequence[tuple[str, str]]) ->
     )
 
 
-def scope_box(sid: str, lines: Sequence[str], synthetic: bool) -> str:
-    """A collapsed scope (or synthetic group) drawn as one 3-D box."""
+def scope_box(sid: str, lines: Sequence[str], synthetic: bool, changes: int = 0) -> str:
+    """A collapsed scope (or synthetic group) drawn as one 3-D box; ``changes``: how many
+    overlay changes it holds (its border turns amber, like a changed node's)."""
     fill = _GROUP_COLOUR if synthetic else _SCOPE_COLOUR
+    border = f' color="{CHANGES_BORDER}" penwidth=2' if changes else ""
     return (
-        f'{sid} [id="{sid}" shape=box3d style=filled fillcolor="{fill}" '
+        f'{sid} [id="{sid}" shape=box3d style=filled fillcolor="{fill}"{border} '
         f"label={dot_label(list(lines))}]"
     )
+
+
+#: Border of a collapsed scope that holds changes.
+CHANGES_BORDER = "#e67700"
+
+
+def ghost(gid: str, lines: Sequence[str], paint: Paint) -> str:
+    """A node that is not in the graph (a diff's removed node): dashed, grey, see-through."""
+    return (
+        f'{gid} [id="{gid}" style="rounded,dashed,filled" fillcolor="{paint.fill}" '
+        f'color="{paint.border}" fontcolor="#495057" label={dot_label(list(lines))}]'
+    )
+
+
+def ghost_edge(eid: str, src: str, dst: str) -> str:
+    """A ghost's wire to a drawn box: dashed grey, never shaping the ranks much."""
+    return f'{src} -> {dst} [id="{eid}" style=dashed color="#868e96" weight=0]'
+
+
+def legend(lid: str, title: str, rows: Sequence[tuple[Paint, str]]) -> str:
+    """A small table of swatches, kept at the top of the drawing (rank=source)."""
+    cells = []
+    if title:
+        cells.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><B>{html_text(title)}</B></TD></TR>')
+    for paint, text in rows:
+        style = ' STYLE="DASHED"' if paint.dashed else ""
+        cells.append(
+            f'<TR><TD WIDTH="18" HEIGHT="12" BGCOLOR="{paint.fill}" COLOR="{paint.border}" '
+            f'BORDER="1"{style}></TD><TD ALIGN="LEFT">{html_text(text)}</TD></TR>'
+        )
+    label = (
+        '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1">'
+        + "".join(cells)
+        + "</TABLE>>"
+    )
+    return f'{{rank=source; {lid} [id="{lid}" shape=plaintext style="" label={label}]}}'
 
 
 def cluster_open(cid: str, heading: str) -> str:

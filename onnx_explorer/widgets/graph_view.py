@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,15 @@ from ..model import Graph, Model, Node
 from ..views.dot import DEFAULT_HOPS, DEFAULT_MAX_NODES, DotResult
 from ..views.index import graph_index
 from ..views.layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
+from ..views.overlay import Overlay
 from ..views.scopes import Scope, scope_tree
 
 _HERE = Path(__file__).resolve().parent
 #: Search hits marked in the drawing at most (a filter may match 100,000 nodes).
 MATCHES_MARKED = 2000
+
+#: What is painted over the drawing: one overlay, or one per graph (bodies differ).
+OverlaySource = Overlay | Callable[[Graph], Overlay | None] | None
 
 
 class GraphView(anywidget.AnyWidget):
@@ -43,7 +48,10 @@ class GraphView(anywidget.AnyWidget):
     once and the drawing follows (:meth:`wait` waits for it). ``notes`` says what was
     collapsed, cut or simplified; ``error`` holds a drawing failure (e.g. Graphviz
     missing); ``busy`` what is being laid out right now. ``budget`` is the seconds one
-    layout may take before a cheaper view is drawn instead.
+    layout may take before a cheaper view is drawn instead. ``overlay`` (an
+    :class:`~onnx_explorer.views.overlay.Overlay`, or a function of the graph shown that
+    returns one) paints fills, ghosts and a legend on every drawing; a click on a ghost
+    sets ``picked_ghost`` to its key.
     """
 
     _esm = _HERE / "graph_view.js"
@@ -70,8 +78,11 @@ class GraphView(anywidget.AnyWidget):
     matches = traitlets.List(traitlets.Unicode()).tag(sync=True)  # drawn ids of search hits
     match_total = traitlets.Int(0).tag(sync=True)  # search hits in the graph, drawn or not
     budget = traitlets.Float(DEFAULT_BUDGET)
+    picked_ghost = traitlets.Unicode("")  # key of the ghost clicked last ("" otherwise)
 
     def __init__(self, graph: Graph, model: Model | None = None, **kwargs: Any) -> None:
+        # ``overlay`` is taken out before the traits are: it is Python-side only.
+        self._overlay: OverlaySource = kwargs.pop("overlay", None)
         super().__init__(**kwargs)
         self.graph = graph
         self.model = model if model is not None else graph.model
@@ -159,6 +170,18 @@ class GraphView(anywidget.AnyWidget):
         self.control_edges = "show" if show else "hide"
         self.render()
 
+    def set_overlay(self, overlay: OverlaySource) -> None:
+        """Paint another overlay (None: none) and redraw."""
+        self._overlay = overlay
+        self.render()
+
+    def overlay_for(self, graph: Graph) -> Overlay | None:
+        """The overlay painted on ``graph``'s drawings."""
+        source = self._overlay
+        if source is None or isinstance(source, Overlay):
+            return source
+        return source(graph)
+
     def drawn_expanded(self) -> list[str]:
         return list(self.result.expanded) if self.result is not None else list(self.expanded)
 
@@ -183,6 +206,7 @@ class GraphView(anywidget.AnyWidget):
             if self._closed:
                 return
             request, graph, model = self.request(), self.graph, self.model
+            overlay = self.overlay_for(graph)
             generation = self._supersede()
             cancellation = self._cancellation = Cancellation()
             with self.hold_sync():
@@ -190,7 +214,7 @@ class GraphView(anywidget.AnyWidget):
                 self.busy_since = time.time() * 1000
             worker = threading.Thread(
                 target=self._draw,
-                args=(generation, graph, model, request, cancellation),
+                args=(generation, graph, model, request, cancellation, overlay),
                 name="oxe-layout",
                 daemon=True,
             )
@@ -213,6 +237,7 @@ class GraphView(anywidget.AnyWidget):
         model: Model | None,
         request: ViewRequest,
         cancellation: Cancellation,
+        overlay: Overlay | None = None,
     ) -> None:
         def attempt(result: DotResult) -> None:
             with self._lock:
@@ -222,7 +247,7 @@ class GraphView(anywidget.AnyWidget):
         try:
             drawing = draw(
                 graph, model, request, budget=self.budget,
-                cancellation=cancellation, on_attempt=attempt,
+                cancellation=cancellation, on_attempt=attempt, overlay=overlay,
             )  # fmt: skip
         except LayoutCancelledError:
             with self._lock:
@@ -350,6 +375,11 @@ class GraphView(anywidget.AnyWidget):
                 self.open_body(graphs[0]["path"])
             else:
                 self.selected = node.name
+        elif kind == "ghost":  # a node the graph does not hold (a diff's removed node)
+            self.selected = ""
+            self.picked_ghost = ""  # a second click on the same ghost is news too
+            self.picked_ghost = str(entry.get("key", ""))
+            self.highlight_id = item_id
         elif kind == "scope" and double:  # one click only picks it (in the browser)
             if entry.get("open"):
                 self.collapse(entry["path"])

@@ -1,0 +1,164 @@
+"""The model diff's notebook view in a real browser: changed nodes are drawn coloured.
+
+JupyterLab runs a notebook that compares two small exports with ``explore_diff``;
+Debian's Chromium checks what a user sees: the changed node filled amber and the added
+one green in the SVG, the removed node as a ghost, the legend, picking a change in the
+list selecting its node, and the colours kept (and dark) in the dark theme.
+Screenshots go to test-artifacts/browser-diff/.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import ALL_CELLS_RAN, Steps, jupyter_server, run_all_cells, wait_for_kernel
+
+from onnx_explorer.views.overlay import PALETTE
+
+pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "test-artifacts" / "browser-diff"
+TIMEOUT_MS = 60_000
+RUN_TIMEOUT_MS = 150_000
+
+CELLS = [
+    """\
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+import onnx_explorer as ox
+
+def export(version):
+    w = np.arange(16, dtype=np.float32).reshape(4, 4) + (version == 2)
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu")]
+    if version == 1:
+        nodes.append(helper.make_node("Neg", ["r"], ["n"], name="neg"))
+    nodes.append(helper.make_node("LeakyRelu", ["n" if version == 1 else "r"], ["l"],
+                                  name="leaky", alpha=0.1 * version))
+    nodes.append(helper.make_node("MatMul", ["l", "W"], ["m"], name="matmul"))
+    if version == 2:
+        nodes.append(helper.make_node("Abs", ["m"], ["y"], name="abs"))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y" if version == 2 else "m", TensorProto.FLOAT, [1, 4])],
+        initializer=[numpy_helper.from_array(w, "W")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+""",
+    "view = ox.explore_diff(export(1), export(2))\nview",
+]
+
+# The fill Graphviz painted the box of the node whose hover title starts with `name`.
+FILL_OF = """([explorer, name]) => {
+  const g = [...explorer.querySelectorAll('.oxe-graph-stage g.oxe-kind-node')]
+    .find(g => g.querySelector('title').textContent.split('\\n')[0] === name);
+  if (!g) return null;
+  const shape = g.querySelector('path, polygon');
+  return shape ? shape.getAttribute('fill') : null;
+}"""
+
+# The colour the user sees for that box: its computed fill, through the theme's filter.
+SEEN_FILTER = (
+    """explorer => getComputedStyle(explorer.querySelector('.oxe-graph-stage svg')).filter"""
+)
+
+
+def _write_notebook(path: Path) -> None:
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
+         "execution_count": None}
+        for source in CELLS
+    ]  # fmt: skip
+    notebook = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                    "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }  # fmt: skip
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+
+
+def _set_dark_theme(page: Any) -> None:
+    page.locator(".lm-MenuBar-item", has_text="Settings").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+    page.locator(".lm-Menu-itemLabel", has_text="JupyterLab Dark").first.click()
+    page.wait_for_function(
+        "() => document.body.dataset.jpThemeLight === 'false'", timeout=TIMEOUT_MS
+    )
+
+
+def check_diff_view(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
+    explorer = page.locator(".oxe-diff").first
+    explorer.locator(".oxe-graph-stage g.oxe-kind-node").first.wait_for()
+    explorer.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    steps.shot("diff-view", explorer)
+
+    handle = explorer.element_handle()
+    fills = {name: page.evaluate(FILL_OF, [handle, name]) for name in ("leaky", "abs", "relu")}
+    figures["fills"] = fills
+    assert fills["leaky"] == PALETTE["changed"].fill, fills
+    assert fills["abs"] == PALETTE["added"].fill, fills
+    assert fills["relu"] == PALETTE["unchanged"].fill, fills
+    # the removed Neg is a ghost, and the legend is drawn
+    ghost = explorer.locator(".oxe-graph-stage g.oxe-kind-ghost")
+    assert ghost.count() == 1 and "neg" in ghost.locator("title").text_content()
+    assert explorer.locator(".oxe-graph-stage g.oxe-kind-legend").count() == 1
+
+    # Picking the changed node in the list selects its box and shows both sides.
+    changes = explorer.locator(".oxe-diff-changes select")
+    option = changes.locator("option", has_text="leaky").first
+    changes.select_option(value=option.get_attribute("value"))
+    explorer.locator(".oxe-graph-stage g.oxe-selected").wait_for()
+    selected = explorer.locator(".oxe-graph-stage g.oxe-selected title").text_content()
+    assert selected.split("\n")[0] == "leaky"
+    explorer.locator(".oxe-pre", has_text="attribute alpha: 0.1 → 0.2").wait_for()
+    steps.shot("picked-changed-node", explorer)
+
+    # Dark theme: the drawing is inverted (hues kept), the fills stay in the SVG.
+    _set_dark_theme(page)
+    page.wait_for_timeout(500)
+    assert "invert" in page.evaluate(SEEN_FILTER, handle)
+    assert page.evaluate(FILL_OF, [handle, "leaky"]) == PALETTE["changed"].fill
+    swatches = explorer.locator(".oxe-diff-legend")  # the side panel's, darkened alike
+    assert "invert" in swatches.evaluate("e => getComputedStyle(e).filter")
+    steps.shot("dark", explorer)
+
+
+def test_a_changed_node_is_drawn_coloured_in_jupyterlab(browser, tmp_path):
+    pytest.importorskip("onnx_explorer.diff", reason="the analysis of issue 15")
+    root = tmp_path / "root"
+    root.mkdir()
+    _write_notebook(root / "diff.ipynb")
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    with jupyter_server("lab", root, tmp_path / "home") as server:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.add_locator_handler(
+            page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True),
+            lambda button: button.click(),
+        )
+        console: list[str] = []
+        page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+        steps = Steps(page, ARTIFACTS)
+        figures: dict[str, Any] = {}
+        try:
+            page.goto(server.notebook_url("diff.ipynb"))
+            page.wait_for_selector(".jp-Notebook .jp-CodeCell")
+            wait_for_kernel(server)
+            run_all_cells(page)
+            page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_TIMEOUT_MS)
+            check_diff_view(page, steps, figures)
+        except Exception:
+            steps.shot("failure")
+            raise
+        finally:
+            (ARTIFACTS / "browser-console.log").write_text("\n".join(console), encoding="utf-8")
+            (ARTIFACTS / "figures.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
+            page.close()
+            (ARTIFACTS / "jupyter-lab.log").write_text(server.log_tail(200_000))
