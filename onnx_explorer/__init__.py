@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from . import facades as _facades  # noqa: F401 - fills in Graph.to_dot & co.
-from .diff import ModelDiff, compare_models
 from .errors import (
     ExplorerError,
     ExternalDataError,
@@ -14,6 +13,7 @@ from .errors import (
     UnsafePathError,
 )
 from .model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueInfo
+from .model_diff import ModelDiff, compare_models
 from .readers import load
 from .stats import Histogram, TensorStats
 from .tensors import Tensor, TensorLocation
@@ -48,11 +48,9 @@ __all__ = [
 ]
 
 
-# The function below replaces, as ``onnx_explorer.diff``, the subpackage of that name
-# imported above (``from onnx_explorer.diff import ...`` still finds the subpackage).
-def diff(a, b, *, weights: bool = True, atol: float = 0.0, rtol: float = 0.0) -> ModelDiff:  # type: ignore[no-redef]
+def diff(a, b, *, weights: bool = True, atol: float = 0.0, rtol: float = 0.0) -> ModelDiff:
     """What changed from model ``a`` to model ``b``: paths, bytes, ``onnx.ModelProto`` or
-    :class:`Model`; see :func:`onnx_explorer.diff.compare_models`. A side that cannot be
+    :class:`Model`; see :func:`onnx_explorer.model_diff.compare_models`. A side that cannot be
     opened raises an :class:`ExplorerError` saying which ("model a: ...")."""
     return compare_models(
         _open_side(a, "a"), _open_side(b, "b"), weights=weights, atol=atol, rtol=rtol

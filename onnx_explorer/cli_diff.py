@@ -9,8 +9,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .diff import compare_models
 from .errors import ExplorerError
+from .model_diff import compare_models
 from .readers import load
 from .views.text import terminal_safe
 

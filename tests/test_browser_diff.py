@@ -130,7 +130,7 @@ def check_diff_view(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
 
 
 def test_a_changed_node_is_drawn_coloured_in_jupyterlab(browser, tmp_path):
-    pytest.importorskip("onnx_explorer.diff", reason="the analysis of issue 15")
+    pytest.importorskip("onnx_explorer.model_diff", reason="the analysis of issue 15")
     root = tmp_path / "root"
     root.mkdir()
     _write_notebook(root / "diff.ipynb")

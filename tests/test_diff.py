@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_explorer as ox
 from onnx_explorer.cli import main
-from onnx_explorer.diff import compare_models
+from onnx_explorer.model_diff import compare_models
 from onnx_explorer.samples import frozen_tf1_graphdef
 
 W = (np.arange(32, dtype=np.float32).reshape(4, 8) - 16) / 8  # exact in float32 and fp16
@@ -394,7 +394,7 @@ def test_nan_on_both_sides_is_equal_and_nan_on_one_side_differs():
 
 
 def test_values_are_read_in_chunks_across_chunk_boundaries(monkeypatch):
-    from onnx_explorer.diff import _values
+    from onnx_explorer.model_diff import _values
 
     monkeypatch.setattr(_values, "_CHUNK", 5)  # chunks that cut rows: the pieces realign
     w = W.copy()

@@ -57,7 +57,7 @@ def model_b(leaky_name: str = "leaky") -> onnx.ModelProto:
     ], W_B)  # fmt: skip
 
 
-# -- a stand-in for onnx_explorer.diff.ModelDiff (the contract's names) -------------------
+# -- a stand-in for onnx_explorer.model_diff.ModelDiff (the contract's names) -------------------
 @dataclass(frozen=True)
 class NodeRef:
     graph: str
@@ -308,7 +308,7 @@ def test_the_magic_prints_a_bad_side_instead_of_raising(tmp_path, capsys):
 # -- with the real comparison ---------------------------------------------------------
 @pytest.mark.graphviz
 def test_explore_diff_draws_the_real_comparison(tmp_path):
-    pytest.importorskip("onnx_explorer.diff", reason="the analysis of issue 15")
+    pytest.importorskip("onnx_explorer.model_diff", reason="the analysis of issue 15")
     view = _drawn(ox.explore_diff(model_a(), model_b()))
     status = view.diff.node_status("/")
     assert status["leaky"] == "changed" and status["abs"] == "added"
@@ -325,7 +325,7 @@ def test_explore_diff_draws_the_real_comparison(tmp_path):
 
 @pytest.mark.graphviz
 def test_the_magic_opens_the_diff(tmp_path):
-    pytest.importorskip("onnx_explorer.diff", reason="the analysis of issue 15")
+    pytest.importorskip("onnx_explorer.model_diff", reason="the analysis of issue 15")
     from onnx_explorer.ipython import onnx_diff
 
     a, b = tmp_path / "a b.onnx", tmp_path / "b.onnx"

@@ -28,7 +28,7 @@ from . import html as h
 from .static import with_static_fallback
 
 if TYPE_CHECKING:
-    from ..diff import ModelDiff, TensorChange
+    from ..model_diff import ModelDiff, TensorChange
 
 #: Rows in the list of changes at most (the summary counts them all).
 MAX_ROWS = 5000
@@ -117,8 +117,9 @@ def ghost_key(ref: Any) -> str:
 class DiffExplorer(widgets.VBox):
     """Model ``b`` drawn with what changed since ``a``, a list of changes, and details.
 
-    Build one with :func:`explore_diff`. ``diff`` is the :class:`~onnx_explorer.diff.ModelDiff`;
-    ``graph_view`` the drawing (a :class:`~onnx_explorer.widgets.graph_view.GraphView`);
+    Build one with :func:`explore_diff`. ``diff`` is the
+    :class:`~onnx_explorer.model_diff.ModelDiff`; ``graph_view`` the drawing (a
+    :class:`~onnx_explorer.widgets.graph_view.GraphView`);
     ``pick(k)`` shows the k-th change as a click on the list does.
     """
 
@@ -498,7 +499,7 @@ def explore_diff(
     b drawn with what changed since a, the changes sorted by size, details on click."""
     model_a = _load_side(a, "a", external_data_dir)
     model_b = _load_side(b, "b", external_data_dir)
-    from ..diff import compare_models  # the analysis, imported once there is work for it
+    from ..model_diff import compare_models  # the analysis, imported once there is work for it
 
     diff = compare_models(model_a, model_b, weights=weights, atol=atol, rtol=rtol)
     return DiffExplorer(diff, max_nodes=max_nodes)
