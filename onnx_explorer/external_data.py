@@ -17,6 +17,7 @@ import os
 import re
 import stat
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,7 @@ class DataFile:
         self._map: mmap.mmap | None = None
         self._size: int | None = None
         self._sha1: str | None = None
+        self._closer: weakref.finalize | None = None
 
     def _checked_fd(self) -> int:
         """An open descriptor on the data file, refused unless it is a regular file."""
@@ -177,6 +179,9 @@ class DataFile:
                 fd = self._checked_fd()
                 self._size = os.fstat(fd).st_size
                 self._fd = fd
+                # A model dropped without close() must not keep its descriptor: a kernel
+                # opening model after model would run out of them (EMFILE).
+                self._closer = weakref.finalize(self, _close_quietly, fd)
             return self._fd
 
     @property
@@ -280,10 +285,16 @@ class DataFile:
                 with contextlib.suppress(BufferError):
                     self._map.close()
                 self._map = None
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            if self._closer is not None:
+                self._closer()  # closes the descriptor, once
+                self._closer = None
+            self._fd = None
             self._size = None
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 class DataFiles:

@@ -11,6 +11,7 @@ hang ends at the child's time limit.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -353,3 +354,34 @@ def test_selecting_a_huge_splat_in_the_explorer_shows_its_statistics_at_once() -
     assert "70,368,744,177,664" in page  # 2^46 elements, counted
     assert "cannot read" not in page and "1.5" in page
     assert int(png_bytes) > 1000  # the histogram was drawn
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+@pytest.mark.parametrize("suffix", [".onnx", ".pb"])
+def test_files_that_are_no_model_keep_no_descriptor_open(tmp_path: Path, suffix: str) -> None:
+    bad = tmp_path / f"bad{suffix}"
+    bad.write_bytes(b"\x0a\xff\xff\xff\xff\x0f" + b"x" * 64)  # a length past the end
+    before = _open_descriptors()
+    for _ in range(300):  # the fuzzer hit EMFILE after ~65,000 such files
+        with pytest.raises(ox.ModelFormatError):
+            ox.load(bad)
+    assert _open_descriptors() <= before + 2
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_models_dropped_without_close_give_their_descriptors_back(tmp_path: Path) -> None:
+    import gc
+
+    path = tmp_path / "m.onnx"
+    _embedded_model(path)
+    before = _open_descriptors()
+    for _ in range(300):
+        model = ox.load(path)
+        model.graph.initializers[SMALL].stats()  # reads through the model file's descriptor
+        del model
+    gc.collect()
+    assert _open_descriptors() <= before + 2

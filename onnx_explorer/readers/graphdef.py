@@ -57,12 +57,16 @@ def read_graphdef_file(path: Path) -> Model:
             proto = parse_text(fh.read(), what)
         return model_from_graphdef(proto, name=path.stem, path=path, ctx=TensorContext("embedded"))
     files = DataFiles()
-    model_file = files.get(Path(os.path.realpath(path)))
-    size = model_file.size
-    stripped = strip_file(model_file.path, size, lambda source: strip(source, what), what)
-    proto = parse_binary(stripped.data, what)
-    ctx = TensorContext("embedded", stripped, model_file)
-    return model_from_graphdef(proto, name=path.stem, path=path, ctx=ctx, data_files=files)
+    try:
+        model_file = files.get(Path(os.path.realpath(path)))
+        size = model_file.size
+        stripped = strip_file(model_file.path, size, lambda source: strip(source, what), what)
+        proto = parse_binary(stripped.data, what)
+        ctx = TensorContext("embedded", stripped, model_file)
+        return model_from_graphdef(proto, name=path.stem, path=path, ctx=ctx, data_files=files)
+    except BaseException:
+        files.close()  # a file that is no model keeps no descriptor open
+        raise
 
 
 def read_graphdef_bytes(data: bytes) -> Model:

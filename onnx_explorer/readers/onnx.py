@@ -92,6 +92,14 @@ def _forget_pages(view: memoryview) -> None:
 
 def read_onnx_file(path: Path, external_data_dir: Path | None = None) -> Model:
     files = DataFiles()
+    try:
+        return _read_onnx_file(path, external_data_dir, files)
+    except BaseException:
+        files.close()  # a file that is no model keeps no descriptor open
+        raise
+
+
+def _read_onnx_file(path: Path, external_data_dir: Path | None, files: DataFiles) -> Model:
     model_file = files.get(Path(os.path.realpath(path)))
     size = model_file.size
     if size == 0:
