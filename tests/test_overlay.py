@@ -70,6 +70,17 @@ def test_without_an_overlay_nothing_changes():
     assert "legend" not in plain.ids and CHANGED not in plain.source
 
 
+def test_graph_inputs_and_outputs_are_not_filled_like_an_added_node_under_an_overlay():
+    model = _chain()
+    plain = build_dot(model.graph, model, expanded="all")
+    painted = build_dot(model.graph, model, expanded="all", overlay=_diff_overlay(model))
+    for result, fill in ((plain, "#d3f9d8"), (painted, "#ffffff")):
+        box = next(k for k, v in result.ids.items() if v.get("kind") == "input")
+        assert f'fillcolor="{fill}"' in _statement(result.source, box)
+    box = next(k for k, v in painted.ids.items() if v.get("kind") == "input")
+    assert ADDED not in _statement(painted.source, box)
+
+
 def test_nodes_an_overlay_does_not_name_keep_their_operator_colour():
     model = _chain()
     overlay = Overlay(styles={"/enc/layer.0/Relu_3": "changed"})

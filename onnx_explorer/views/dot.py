@@ -492,7 +492,8 @@ class _Builder:
         lines = [one_line(name, LABEL_CHARS)]
         if type_line:
             lines.append(one_line(type_line, LABEL_CHARS))
-        self.lines.append(dot.value_box(vid, lines, kind))
+        # Under an overlay a green input would read as "added" or as a colour-scale value.
+        self.lines.append(dot.value_box(vid, lines, kind, plain=self.overlay is not None))
         self.drawn += 1
         return vid
 

@@ -150,12 +150,14 @@ def cluster_open(cid: str, heading: str) -> str:
     )
 
 
-def value_box(vid: str, lines: Sequence[str], kind: str) -> str:
-    """A graph input (green ellipse) or output (orange, double border)."""
+def value_box(vid: str, lines: Sequence[str], kind: str, *, plain: bool = False) -> str:
+    """A graph input (green ellipse) or output (orange, double border). ``plain``: white
+    inside, the border alone telling which (an overlay's fills mean something else)."""
+    fill = "#ffffff" if plain else ("#d3f9d8" if kind == "input" else "#ffe8cc")
     style = (
-        'fillcolor="#d3f9d8" color="#2b8a3e"'
+        f'fillcolor="{fill}" color="#2b8a3e"'
         if kind == "input"
-        else 'fillcolor="#ffe8cc" color="#d9480f" peripheries=2'
+        else f'fillcolor="{fill}" color="#d9480f" peripheries=2'
     )
     return f'{vid} [id="{vid}" shape=ellipse style=filled {style} label={dot_label(list(lines))}]'
 
