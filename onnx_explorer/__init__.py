@@ -12,6 +12,7 @@ from .errors import (
     TensorDataError,
     UnsafePathError,
 )
+from .metrics import metrics, read_ort_profile
 from .model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueInfo
 from .readers import load
 from .stats import Histogram, TensorStats
@@ -41,6 +42,8 @@ __all__ = [
     "__version__",
     "explore",
     "load",
+    "metrics",
+    "read_ort_profile",
 ]
 
 

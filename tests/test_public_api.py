@@ -29,6 +29,8 @@ EXPECTED = {
     "__version__",
     "explore",
     "load",
+    "metrics",
+    "read_ort_profile",
 }
 
 
