@@ -274,7 +274,7 @@ ELEMENTWISE = _names(
     "Greater GreaterOrEqual HardSigmoid HardSwish IsInf IsNaN LeakyRelu Less LessOrEqual Log "
     "Mish Mod Mul Neg Not Or PRelu Pow QuantizeLinear Reciprocal Relu Round Selu Shrink "
     "Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Tan Tanh ThresholdedRelu Where Xor"
-).split()
+)
 VARIADIC = ("Max", "Mean", "Min", "Sum")
 REDUCTIONS = _names(
     "ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd "

@@ -17,6 +17,14 @@ from .rules import Shape
 #: 1.2 s per 100,000 nodes plus a worker process start), as in the explorer's views.
 INFER_AUTO_MAX_NODES = 50_000
 
+#: GraphDef ops whose (first) output has their first input's shape.
+_SAME_SHAPE = (
+    "Identity BiasAdd Relu Relu6 Elu Selu Sigmoid Tanh Softmax LogSoftmax Softplus Softsign "
+    "Neg Abs Exp Log Sqrt Rsqrt Square Erf FusedBatchNorm FusedBatchNormV2 FusedBatchNormV3 "
+    "LeakyRelu StopGradient"
+)
+SAME_SHAPE_OPS = frozenset(_SAME_SHAPE.split())
+
 _CACHE: weakref.WeakKeyDictionary[Model, InferredTypes] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
@@ -74,6 +82,7 @@ class GraphShapes:
         dims: dict[str, int],
         assumed: set[str],
         outer: GraphShapes | None = None,
+        graph_format: str = "onnx",
     ) -> None:
         self.graph = graph
         self._declared: dict[str, ValueInfo] = dict(graph.value_info)
@@ -87,6 +96,8 @@ class GraphShapes:
         self.dims = dims
         self.assumed = assumed
         self.outer = outer
+        self.graph_format = graph_format
+        self._passing: set[str] = set()
 
     def info(self, name: str) -> ValueInfo | None:
         declared = self._declared.get(name)
@@ -100,7 +111,28 @@ class GraphShapes:
             return ValueInfo(name, tensor.dtype_name, tensor.dtype_name, tensor.shape)
         if declared is None and inferred is None and self.outer is not None:
             return self.outer.info(name)
+        if (declared is None or declared.shape is None) and inferred is None:
+            passed = self._passed_through(name)
+            if passed is not None:
+                return passed
         return declared or inferred
+
+    def _passed_through(self, name: str) -> ValueInfo | None:
+        """A GraphDef file without ``_output_shapes``: ops whose output has their first
+        input's shape (Identity, BiasAdd, activations) take it from there."""
+        if self.graph_format != "graphdef" or name in self._passing:
+            return None
+        node = self.graph.producer(name)
+        if node is None or node.op_type not in SAME_SHAPE_OPS or not node.inputs:
+            return None
+        self._passing.add(name)  # a cycle of such ops (a broken file) ends here
+        try:
+            found = self.info(node.inputs[0])
+        finally:
+            self._passing.discard(name)
+        if found is None or found.shape is None:
+            return None
+        return ValueInfo(name, found.type, found.dtype, found.shape)
 
     def shape(self, name: str) -> Shape | None:
         """Sizes of ``name``'s dims: bound or assumed 1 for symbols; None if any is unknown."""

@@ -171,7 +171,9 @@ class _Walker:
     def rows(
         self, graph: Graph, outer: GraphShapes | None = None, outer_weights: Any = None
     ) -> list[dict[str, Any]]:
-        shapes = GraphShapes(graph, self.inferred, self.dims, self.assumed, outer)
+        shapes = GraphShapes(
+            graph, self.inferred, self.dims, self.assumed, outer, self.graph_format
+        )
         weights = _Weights(graph, outer_weights)
         rows = []
         producers: dict[str, dict[str, Any]] = {}
