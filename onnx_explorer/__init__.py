@@ -12,6 +12,7 @@ from .errors import (
     TensorDataError,
     UnsafePathError,
 )
+from .metrics import metrics, read_ort_profile
 from .model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueInfo
 from .model_diff import ModelDiff, compare_models
 from .readers import load
@@ -45,6 +46,8 @@ __all__ = [
     "explore",
     "explore_diff",
     "load",
+    "metrics",
+    "read_ort_profile",
 ]
 
 

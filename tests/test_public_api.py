@@ -32,6 +32,8 @@ EXPECTED = {
     "explore",
     "explore_diff",
     "load",
+    "metrics",
+    "read_ort_profile",
 }
 
 

@@ -1,0 +1,365 @@
+"""How many multiply-accumulates (MACs) a node costs, one small rule per operator.
+
+Conventions (the same as onnx-tool's for the ops that carry the compute):
+
+- One MAC is one multiply-accumulate, ``acc += a * b``. A matrix product of
+  ``(M, K) @ (K, N)`` costs ``M * N * K``; a convolution costs, per output element,
+  the kernel's size times the input channels of its group.
+- A bias added by the op itself (``Conv``/``Gemm``/``QLinearConv`` input ``B``/``C``)
+  costs one more per output element, as onnx-tool counts it.
+- Element-wise ops cost one per output element, and ``n - 1`` per element for the
+  variadic ones (``Sum`` of three inputs: two). onnx-tool weighs transcendental ops by
+  an instruction cost instead (``Exp`` 32, ``Div`` 4, ``Sqrt`` 24); we do not, so our
+  totals are a little lower where such ops are many (see the README).
+- Reductions and global pooling cost one per input element; windowed pooling one per
+  output element per kernel position; ``Softmax`` three per element (exp, sum,
+  divide); normalisations five per element (mean, variance, subtract, scale, shift).
+- Recurrent ops (``LSTM``, ``GRU``, ``RNN``): the gate matrix products, ``W`` and
+  ``R``, for every time step, batch row and direction.
+- Attention (com.microsoft): the input projection when the op holds its weights,
+  plus ``Q @ K^T`` and ``scores @ V``.
+- Every other op costs 0 MACs: data movement and shape ops (Reshape, Transpose,
+  Gather, Concat, Cast…) and ops with no rule yet. A missing rule is one more entry
+  in :data:`ONNX_RULES` or :data:`GRAPHDEF_RULES`.
+
+A rule returns None when a shape it needs is unknown; the node then counts as
+"unknown" rather than costing 0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from ..model import Node
+
+Shape = tuple[int, ...]
+
+
+class NodeShapes(Protocol):
+    """What a rule may ask about its node: resolved shapes (None: unknown) and attributes."""
+
+    node: Node
+
+    def input(self, i: int) -> Shape | None: ...
+
+    def output(self, i: int) -> Shape | None: ...
+
+    def has_input(self, i: int) -> bool: ...
+
+    def attr(self, name: str, default: Any = None) -> Any: ...
+
+
+Rule = Callable[[NodeShapes], int | None]
+
+
+def elements(shape: Sequence[int] | None) -> int | None:
+    return None if shape is None else math.prod(shape)
+
+
+# -- generic rules -------------------------------------------------------------------
+def _free(_: NodeShapes) -> int:
+    return 0
+
+
+def _per_output(cost: int) -> Rule:
+    def rule(s: NodeShapes) -> int | None:
+        out = elements(s.output(0))
+        return None if out is None else out * cost
+
+    return rule
+
+
+def _variadic(s: NodeShapes) -> int | None:
+    out = elements(s.output(0))
+    present = sum(1 for i in range(len(s.node.inputs)) if s.has_input(i))
+    return None if out is None else out * max(1, present - 1)
+
+
+def _per_input(s: NodeShapes) -> int | None:
+    return elements(s.input(0))
+
+
+def _with_bias(macs: int | None, s: NodeShapes, bias_input: int) -> int | None:
+    if macs is None or not s.has_input(bias_input):
+        return macs
+    out = elements(s.output(0))
+    return None if out is None else macs + out
+
+
+# -- convolutions and matrix products ------------------------------------------------
+def _conv(weight: int, bias: int | None) -> Rule:
+    """Output elements × (input channels per group × kernel): W is (M, C/group, k1, k2…)."""
+
+    def rule(s: NodeShapes) -> int | None:
+        out, w = elements(s.output(0)), s.input(weight)
+        if out is None or w is None or len(w) < 2:
+            return None
+        macs = out * math.prod(w[1:])
+        return macs if bias is None else _with_bias(macs, s, bias)
+
+    return rule
+
+
+def _conv_transpose(s: NodeShapes) -> int | None:
+    """Each input element scatters into (M/group × kernel) outputs: W is (C, M/group, k…)."""
+    x, w = elements(s.input(0)), s.input(1)
+    if x is None or w is None or len(w) < 2:
+        return None
+    return _with_bias(x * math.prod(w[1:]), s, 2)
+
+
+def _matmul(a_input: int) -> Rule:
+    """Output elements × the shared dimension (A's last)."""
+
+    def rule(s: NodeShapes) -> int | None:
+        out, a = elements(s.output(0)), s.input(a_input)
+        if out is None or not a:
+            return None
+        return out * a[-1]
+
+    return rule
+
+
+def _gemm(s: NodeShapes) -> int | None:
+    out, a = elements(s.output(0)), s.input(0)
+    if out is None or a is None or len(a) != 2:
+        return None
+    k = a[0] if s.attr("transA", 0) else a[1]
+    return _with_bias(out * k, s, 2)
+
+
+_EINSUM_TERM = re.compile(r"^[A-Za-z]*(\.\.\.)?[A-Za-z]*$")
+
+
+def _einsum(s: NodeShapes) -> int | None:
+    """The product of every distinct index's size (each output element sums over the rest)."""
+    equation = str(s.attr("equation", "")).replace(" ", "")
+    terms = equation.split("->")[0].split(",")
+    if len(terms) != len(s.node.inputs) or not all(_EINSUM_TERM.match(t) for t in terms):
+        return None
+    sizes: dict[str, int] = {}
+    for i, term in enumerate(terms):
+        shape = s.input(i)
+        if shape is None:
+            return None
+        before, dots, after = term.partition("...")
+        if not dots:
+            if len(before) != len(shape):
+                return None
+            labels = list(before)
+        else:  # broadcast dims: named by position from the right, ".0" the last
+            n = len(shape) - len(before) - len(after)
+            if n < 0:
+                return None
+            labels = [*before, *(f".{n - 1 - k}" for k in range(n)), *after]
+        for label, size in zip(labels, shape):
+            sizes[label] = max(sizes.get(label, 1), size)
+    return math.prod(sizes.values())
+
+
+# -- recurrent ops -------------------------------------------------------------------
+def _recurrent(s: NodeShapes) -> int | None:
+    """Steps × batch × (W and R products of every direction): W (dirs, gates·H, I), R (dirs,
+    gates·H, H); X is (seq, batch, I), or (batch, seq, I) with ``layout=1``."""
+    x, w, r = s.input(0), s.input(1), s.input(2)
+    if x is None or w is None or r is None or len(x) != 3 or len(w) != 3 or len(r) != 3:
+        return None
+    steps, batch = (x[1], x[0]) if s.attr("layout", 0) else (x[0], x[1])
+    return steps * batch * w[0] * (w[1] * w[2] + r[1] * r[2])
+
+
+# -- attention (com.microsoft) -------------------------------------------------------
+def _attention(s: NodeShapes) -> int | None:
+    """Attention: X (B, S, D_in) @ W (D_in, 3·D) projects Q, K and V; then Q@Kᵀ and
+    scores@V cost B·S·S·D each (the past, when given, is not counted)."""
+    x, w = s.input(0), s.input(1)
+    if x is None or w is None or len(x) != 3 or len(w) != 2:
+        return None
+    batch, seq, _ = x
+    sizes = s.attr("qkv_hidden_sizes")
+    qk, v = (sizes[0], sizes[2]) if sizes and len(sizes) == 3 else (w[1] // 3, w[1] // 3)
+    return batch * seq * math.prod(w) + batch * seq * seq * (qk + v)
+
+
+def _multi_head_attention(s: NodeShapes) -> int | None:
+    """Q@Kᵀ and scores@V: 2·B·S·L·D for query (B, S, D) and a key of L positions
+    (key (B, L, D) or (B, heads, L, head_size); packed QKV (B, S, heads, 3, head_size))."""
+    q = s.input(0)
+    if q is None:
+        return None
+    if len(q) == 5:  # packed query, key and value
+        batch, seq, heads, _, head = q
+        return 2 * batch * seq * seq * heads * head
+    key = s.input(1) if s.has_input(1) else None
+    if len(q) != 3 or key is None or len(key) not in (3, 4):
+        return None
+    keys = key[1] if len(key) == 3 else key[2]
+    return 2 * q[0] * q[1] * keys * q[2]
+
+
+def _group_query_attention(s: NodeShapes) -> int | None:
+    """2·B·S·L·D for query (B, S, D) over L = past + S positions (past_key (B, kv, P, h))."""
+    q = s.input(0)
+    if q is None or len(q) != 3:
+        return None
+    heads, kv_heads = s.attr("num_heads", 0), s.attr("kv_num_heads", 0)
+    hidden = q[2]
+    if not s.has_input(1) and heads and kv_heads:  # packed QKV: D = (heads + 2·kv)·head
+        hidden = q[2] * heads // (heads + 2 * kv_heads)
+    past = s.input(3) if s.has_input(3) else None
+    keys = q[1] + (past[2] if past is not None and len(past) == 4 else 0)
+    return 2 * q[0] * q[1] * keys * hidden
+
+
+# -- pooling -------------------------------------------------------------------------
+def _pool(kernel_attr: str, skip: int) -> Rule:
+    """Output elements × kernel positions (``ksize`` in GraphDef includes batch and channel)."""
+
+    def rule(s: NodeShapes) -> int | None:
+        out, kernel = elements(s.output(0)), s.attr(kernel_attr)
+        if out is None or not kernel:
+            return None
+        return out * math.prod(int(k) for k in list(kernel)[skip:])
+
+    return rule
+
+
+# -- GraphDef (TensorFlow) -----------------------------------------------------------
+def _tf_conv(s: NodeShapes) -> int | None:
+    """Conv2D/Conv3D: output elements × filter (kh, kw, in, out) without its last dim."""
+    out, f = elements(s.output(0)), s.input(1)
+    if out is None or f is None or len(f) < 2:
+        return None
+    return out * math.prod(f[:-1])
+
+
+def _tf_depthwise(s: NodeShapes) -> int | None:
+    """DepthwiseConv2dNative: each output element sums one channel's kh × kw window."""
+    out, f = elements(s.output(0)), s.input(1)
+    if out is None or f is None or len(f) != 4:
+        return None
+    return out * f[0] * f[1]
+
+
+def _tf_conv_backprop_input(s: NodeShapes) -> int | None:
+    """Conv2DBackpropInput (transposed conv): each of out_backprop's elements (input 2)
+    scatters into kh × kw × in outputs (filter (kh, kw, in, out))."""
+    grad, f = elements(s.input(2)), s.input(1)
+    if grad is None or f is None or len(f) != 4:
+        return None
+    return grad * math.prod(f[:3])
+
+
+def _tf_matmul(transpose_attr: str) -> Rule:
+    def rule(s: NodeShapes) -> int | None:
+        out, a = elements(s.output(0)), s.input(0)
+        if out is None or a is None or len(a) < 2:
+            return None
+        return out * (a[-2] if s.attr(transpose_attr, False) else a[-1])
+
+    return rule
+
+
+# -- the tables ----------------------------------------------------------------------
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+ELEMENTWISE = _names(
+    "Abs Acos Acosh Add And Asin Asinh Atan Atanh BitShift BitwiseAnd BitwiseNot BitwiseOr "
+    "BitwiseXor Ceil Celu Clip Cos Cosh DequantizeLinear Div Elu Equal Erf Exp Floor Gelu "
+    "Greater GreaterOrEqual HardSigmoid HardSwish IsInf IsNaN LeakyRelu Less LessOrEqual Log "
+    "Mish Mod Mul Neg Not Or PRelu Pow QuantizeLinear Reciprocal Relu Round Selu Shrink "
+    "Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Tan Tanh ThresholdedRelu Where Xor"
+)
+VARIADIC = ("Max", "Mean", "Min", "Sum")
+REDUCTIONS = _names(
+    "ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd "
+    "ReduceSum ReduceSumSquare GlobalAveragePool GlobalLpPool GlobalMaxPool"
+)
+NORMALIZATIONS = (
+    "LayerNormalization",
+    "BatchNormalization",
+    "InstanceNormalization",
+    "GroupNormalization",
+    "RMSNormalization",
+    "LpNormalization",
+    "MeanVarianceNormalization",
+)
+MS_ELEMENTWISE = ("BiasGelu", "FastGelu", "QuickGelu", "Gelu", "BiasAdd")
+MS_NORMALIZATIONS = ("SkipLayerNormalization", "SimplifiedLayerNormalization",
+                     "SkipSimplifiedLayerNormalization", "LayerNormalization")  # fmt: skip
+
+#: (domain, op_type) → rule for ONNX models; "" is the default domain.
+ONNX_RULES: dict[tuple[str, str], Rule] = {
+    **{("", op): _per_output(1) for op in ELEMENTWISE},
+    **{("", op): _variadic for op in VARIADIC},
+    **{("", op): _per_input for op in REDUCTIONS},
+    **{("", op): _per_output(5) for op in NORMALIZATIONS},
+    ("", "Softmax"): _per_output(3),
+    ("", "LogSoftmax"): _per_output(3),
+    ("", "Conv"): _conv(weight=1, bias=2),
+    ("", "ConvInteger"): _conv(weight=1, bias=None),
+    ("", "QLinearConv"): _conv(weight=3, bias=8),
+    ("", "ConvTranspose"): _conv_transpose,
+    ("", "MatMul"): _matmul(0),
+    ("", "MatMulInteger"): _matmul(0),
+    ("", "QLinearMatMul"): _matmul(0),
+    ("", "Gemm"): _gemm,
+    ("", "Einsum"): _einsum,
+    ("", "LSTM"): _recurrent,
+    ("", "GRU"): _recurrent,
+    ("", "RNN"): _recurrent,
+    ("", "MaxPool"): _pool("kernel_shape", 0),
+    ("", "AveragePool"): _pool("kernel_shape", 0),
+    ("", "LpPool"): _pool("kernel_shape", 0),
+    ("com.microsoft", "Attention"): _attention,
+    ("com.microsoft", "MultiHeadAttention"): _multi_head_attention,
+    ("com.microsoft", "GroupQueryAttention"): _group_query_attention,
+    **{("com.microsoft", op): _per_output(1) for op in MS_ELEMENTWISE},
+    **{("com.microsoft", op): _per_output(5) for op in MS_NORMALIZATIONS},
+    ("com.microsoft", "FusedMatMul"): _matmul(0),
+}
+
+TF_ELEMENTWISE = _names(
+    "Abs Add AddV2 BiasAdd Ceil Cos Elu Equal Erf Exp Floor FloorDiv FloorMod Greater "
+    "GreaterEqual LeakyRelu Less LessEqual Log LogicalAnd LogicalNot LogicalOr Maximum Minimum "
+    "Mul Neg Pow RealDiv Reciprocal Relu Relu6 Rsqrt Select SelectV2 Selu Sigmoid Sign Sin "
+    "Softplus Softsign Sqrt Square SquaredDifference Sub Tanh"
+)
+TF_REDUCTIONS = _names("Max Mean Min Prod Sum")
+
+#: op_type → rule for TensorFlow GraphDef models.
+GRAPHDEF_RULES: dict[str, Rule] = {
+    **dict.fromkeys(TF_ELEMENTWISE, _per_output(1)),
+    **dict.fromkeys(TF_REDUCTIONS, _per_input),
+    "AddN": _variadic,
+    "Softmax": _per_output(3),
+    "LogSoftmax": _per_output(3),
+    "FusedBatchNorm": _per_output(1),  # inference: one multiply-add per element
+    "FusedBatchNormV2": _per_output(1),
+    "FusedBatchNormV3": _per_output(1),
+    "Conv2D": _tf_conv,
+    "Conv3D": _tf_conv,
+    "DepthwiseConv2dNative": _tf_depthwise,
+    "Conv2DBackpropInput": _tf_conv_backprop_input,
+    "MatMul": _tf_matmul("transpose_a"),
+    "BatchMatMul": _tf_matmul("adj_x"),
+    "BatchMatMulV2": _tf_matmul("adj_x"),
+    "BatchMatMulV3": _tf_matmul("adj_x"),
+    "MaxPool": _pool("ksize", 0),
+    "AvgPool": _pool("ksize", 0),
+    "MaxPool3D": _pool("ksize", 0),
+    "AvgPool3D": _pool("ksize", 0),
+}
+
+
+def rule_for(node: Node, graph_format: str) -> Rule:
+    """The node's MAC rule; ops without one cost 0 (see the module docstring)."""
+    if graph_format == "graphdef":
+        return GRAPHDEF_RULES.get(node.op_type, _free)
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    return ONNX_RULES.get((domain, node.op_type), _free)
