@@ -102,6 +102,8 @@ def summarize(model: Model) -> dict[str, Any]:
 
 
 def human_bytes(n: int) -> str:
+    if n < 0:  # a corrupt file's negative dims: shown as declared, not a crash
+        return "-" + human_bytes(-n)
     if n >= 1024**6:  # declared, never stored: a file can claim any size
         return f"{_scientific(n)} B"
     value = float(n)
@@ -113,6 +115,8 @@ def human_bytes(n: int) -> str:
 
 
 def human_count(n: int) -> str:
+    if n < 0:
+        return "-" + human_count(-n)
     if n >= 999_950 * 10**9:  # would print as 1000.0T
         return _scientific(n)
     for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):

@@ -353,7 +353,12 @@ class Tensor:
         """The values as a numpy array (read-only view of the mapped file where possible)."""
         if self._cached is None:
             flat = self._source.array(self.dtype_info, self._checked_size(), self.name)
-            self._cached = flat.reshape(self.shape)
+            try:
+                self._cached = flat.reshape(self.shape)
+            except ValueError as exc:  # e.g. (0, 2**62, 2**62): no values, yet too big a shape
+                raise TensorDataError(
+                    f"tensor {self.name!r}: shape {self.shape} cannot be an array ({exc})"
+                ) from None
         return self._cached
 
     def iter_chunks(self, max_elements: int = CHUNK_ELEMENTS) -> Iterator[np.ndarray]:

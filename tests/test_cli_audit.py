@@ -344,3 +344,15 @@ def test_summary_of_a_shape_beyond_the_float_range_prints_its_size(tmp_path, cap
     path.write_bytes(onnx.helper.make_model(graph).SerializeToString())
     assert main(["summary", str(path)]) == 0
     assert "1.9e317 parameters" in capsys.readouterr().out
+
+
+def test_summary_of_negative_declared_dims_prints_them(tmp_path, capsys):
+    tensor = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[-(2**63), 2])
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["w"], ["y"])], "g", [],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], [tensor],
+    )  # fmt: skip
+    path = tmp_path / "negative.onnx"
+    path.write_bytes(onnx.helper.make_model(graph).SerializeToString())
+    assert main(["summary", str(path)]) == 0
+    assert "-1.8e19 parameters" in capsys.readouterr().out

@@ -385,3 +385,31 @@ def test_models_dropped_without_close_give_their_descriptors_back(tmp_path: Path
         del model
     gc.collect()
     assert _open_descriptors() <= before + 2
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0.0, 1.591496843e-314],  # a subnormal width: bins / width overflows (NaN bins)
+        [-1.7e308, 0.0, 1.7e308],  # hi - lo overflows float64
+    ],
+)
+def test_histograms_of_extreme_ranges_count_every_value(values: list[float]) -> None:
+    tensor = helper.make_tensor("t", TensorProto.DOUBLE, [len(values)], values)
+    graph = helper.make_graph([helper.make_node("Identity", ["t"], ["y"])], "g", [], [
+        helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)], [tensor])  # fmt: skip
+    t = ox.load(helper.make_model(graph)).graph.initializers["t"]
+    histogram = t.histogram(bins=8)
+    assert histogram.total == len(values) == int(histogram.counts.sum())  # none lost
+    assert np.all(np.isfinite(histogram.edges)) and histogram.edges[0] < histogram.edges[-1]
+
+
+def test_an_empty_tensor_with_a_shape_too_big_for_numpy_is_a_tensor_data_error() -> None:
+    tensor = TensorProto(name="t", data_type=TensorProto.FLOAT, dims=[0, 2**62, 2**62])
+    tensor.raw_data = b""
+    graph = helper.make_graph([helper.make_node("Identity", ["t"], ["y"])], "g", [], [
+        helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [tensor])  # fmt: skip
+    t = ox.load(helper.make_model(graph)).graph.initializers["t"]
+    assert t.size == 0
+    with pytest.raises(ox.TensorDataError, match="cannot be an array"):
+        t.numpy()

@@ -94,9 +94,13 @@ def histogram(
             )
         if lo == hi:
             lo, hi = _widened(lo)
+    if not math.isfinite(bins / (hi - lo)):  # a subnormal width: 1/width overflows
+        lo, hi = _widened((lo + hi) / 2)
+    # Past float64's range hi - lo overflows; bin on halved values there (exact: a power of 2).
+    scale = 1.0 if math.isfinite(hi - lo) else 0.5
     counts = np.zeros(bins, np.int64)
     under = over = nan = 0
-    norm = bins / (hi - lo)
+    norm = bins / (hi * scale - lo * scale)
     f64 = np.empty(BLOCK_ELEMENTS, np.float64)
     idx = np.empty(BLOCK_ELEMENTS, np.intp)
     widen = values.widen
@@ -118,7 +122,11 @@ def histogram(
         if n > f64.size:
             f64, idx = np.empty(n, np.float64), np.empty(n, np.intp)
         f = f64[:n]
-        np.subtract(v, lo, out=f, dtype=np.float64)
+        if scale == 1.0:
+            np.subtract(v, lo, out=f, dtype=np.float64)
+        else:
+            np.multiply(v, scale, out=f, dtype=np.float64)
+            f -= lo * scale
         if not auto:  # outside the range: counted apart, and taken out of the end bins below
             # The sign of a float difference is exact; v is compared in float64, not its type.
             under += int(np.count_nonzero(f < 0)) * weight
@@ -130,7 +138,7 @@ def histogram(
         counts += np.bincount(i, minlength=bins) * weight
     counts[0] -= under
     counts[-1] -= over
-    edges = np.linspace(lo, hi, bins + 1)
+    edges = np.linspace(lo * scale, hi * scale, bins + 1) / scale  # no overflow in between
     return Histogram(counts, edges, bool(log), under, over, nan)
 
 
