@@ -9,7 +9,12 @@ unmatched, each a hash lookup per node (so near-linear in the graph's size):
    attribute;
 2. backward, in reverse topological order: (op, attributes, consumers), else (op,
    consumers): an inserted node before it, or rewired inputs;
-3. (inputs, consumers) without the op: a changed op type.
+3. (inputs, consumers) without the op: a changed op type;
+4. anchor and extend, from every matched pair: unmatched producers at the same input
+   position, and unmatched consumers at the same (op, input position), pair up when their
+   op types agree, also looking through up to two unmatched nodes on one side (a node
+   removed or inserted in the middle of a chain stops passes 1 and 2 on either side of
+   it; an insertion and a removal elsewhere leave the stretch between them to this pass).
 
 Among several candidates with one signature the first in topological order wins, so
 repeated identical blocks pair up in order (but equal constants, which have no inputs,
@@ -150,6 +155,12 @@ class _Side:
         for k, out in enumerate(graph.outputs):
             consumers.setdefault(out.name, []).append((-1, k))  # -1: the graph's output k
         self.consumers = consumers
+        producers: dict[str, int] = {}
+        for i, node in enumerate(self.nodes):
+            for out in node.outputs:
+                if out:
+                    producers.setdefault(out, i)
+        self.producers = producers
 
 
 def _first_inputs(a: Graph, b: Graph, values_b2a: MutableMapping[str, str]) -> None:
@@ -254,8 +265,117 @@ def match_nodes(
             if _run_pass(match, side_a.order, side_b.order, forward, levels, sources):
                 break  # start again from the strictest pass
         else:
-            break
+            if not _extend(match, side_a, side_b):
+                break
     return match
+
+
+#: Unmatched nodes looked through on one side when extending from a matched pair.
+_SKIP = 2
+
+
+def _extend(match: GraphMatch, side_a: _Side, side_b: _Side) -> int:
+    """Pass 4: grow the matching from matched pairs into their unmatched neighbours."""
+    made = 0
+    work = deque(sorted(match.a2b.items()))
+    while work:
+        i, j = work.popleft()
+        for x, y in [*_producer_pairs(match, side_a, side_b, i, j),
+                     *_consumer_pairs(match, side_a, side_b, i, j)]:  # fmt: skip
+            if x not in match.a2b and y not in match.b2a:
+                match.link(x, y)
+                made += 1
+                work.append((x, y))
+    return made
+
+
+def _upstream(side: _Side, start: int | None, matched: Mapping[int, int]) -> list[int]:
+    """``start`` and the unmatched nodes above it along first inputs, up to _SKIP more."""
+    found: list[int] = []
+    node = start
+    while node is not None and node not in matched and len(found) <= _SKIP:
+        found.append(node)
+        inputs = side.nodes[node].inputs
+        node = side.producers.get(inputs[0]) if inputs and inputs[0] else None
+    return found
+
+
+def _producer_pairs(
+    match: GraphMatch, side_a: _Side, side_b: _Side, i: int, j: int
+) -> list[tuple[int, int]]:
+    """For each input position: the unmatched producers of the two inputs if their ops
+    agree, else the first pair with agreeing ops skipping nodes on one side only."""
+    pairs: list[tuple[int, int]] = []
+    for in_a, in_b in zip(side_a.nodes[i].inputs, side_b.nodes[j].inputs):
+        up_a = _upstream(side_a, side_a.producers.get(in_a) if in_a else None, match.a2b)
+        up_b = _upstream(side_b, side_b.producers.get(in_b) if in_b else None, match.b2a)
+        if not (up_a and up_b):
+            continue
+        tries = [(0, 0)] + [t for k in range(1, _SKIP + 1) for t in ((k, 0), (0, k))]
+        for ka, kb in tries:
+            if ka < len(up_a) and kb < len(up_b):
+                x, y = up_a[ka], up_b[kb]
+                if side_a.ops[x] == side_b.ops[y]:
+                    pairs.append((x, y))
+                    break
+    return pairs
+
+
+def _downstream(
+    side: _Side, node: int, matched: Mapping[int, int]
+) -> list[list[tuple[str, int, int]]]:
+    """Per output of ``node``: its unmatched consumers as (op, input position, index) at
+    depth 0, then those reached through one unmatched consumer, and so on up to _SKIP."""
+    per_output = []
+    for out in side.nodes[node].outputs:
+        levels: list[list[tuple[str, int, int]]] = []
+        frontier = [(c, p) for c, p in side.consumers.get(out, ()) if out and c >= 0]
+        for _ in range(_SKIP + 1):
+            frontier = [(c, p) for c, p in frontier if c not in matched]
+            levels.append([(side.ops[c], p, c) for c, p in frontier])
+            frontier = [
+                (c2, p2)
+                for c, _ in frontier
+                for o in side.nodes[c].outputs
+                if o
+                for c2, p2 in side.consumers.get(o, ())
+                if c2 >= 0
+            ]
+        per_output.append(levels)
+    return per_output  # type: ignore[return-value]
+
+
+def _unique(found: list[tuple[str, int, int]]) -> dict[tuple[str, int], int]:
+    """(op, position) → node, for the keys held by exactly one node."""
+    count: dict[tuple[str, int], int] = {}
+    where: dict[tuple[str, int], int] = {}
+    for op, pos, node in found:
+        count[op, pos] = count.get((op, pos), 0) + 1
+        where[op, pos] = node
+    return {key: node for key, node in where.items() if count[key] == 1}
+
+
+def _consumer_pairs(
+    match: GraphMatch, side_a: _Side, side_b: _Side, i: int, j: int
+) -> list[tuple[int, int]]:
+    """For each output: unmatched consumers with the one same (op, input position) on each
+    side, direct ones first, then looking through unmatched consumers on one side."""
+    pairs: list[tuple[int, int]] = []
+    down_a, down_b = _downstream(side_a, i, match.a2b), _downstream(side_b, j, match.b2a)
+    for levels_a, levels_b in zip(down_a, down_b):
+        tries = [(0, 0)] + [t for k in range(1, _SKIP + 1) for t in ((k, 0), (0, k))]
+        used_a: set[int] = set()
+        used_b: set[int] = set()
+        for ka, kb in tries:
+            found_a = _unique([f for f in levels_a[ka] if f[2] not in used_a])
+            found_b = _unique([f for f in levels_b[kb] if f[2] not in used_b])
+            for key, x in found_a.items():
+                y = found_b.get(key)
+                if y is not None:
+                    pairs.append((x, y))
+                    used_a.add(x)
+                    used_b.add(y)
+    return pairs
 
 
 def _run_pass(
