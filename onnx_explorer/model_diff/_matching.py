@@ -157,9 +157,9 @@ class _Side:
         self.consumers = consumers
         producers: dict[str, int] = {}
         for i, node in enumerate(self.nodes):
-            for out in node.outputs:
-                if out:
-                    producers.setdefault(out, i)
+            for name in node.outputs:
+                if name:
+                    producers.setdefault(name, i)
         self.producers = producers
 
 
@@ -323,10 +323,10 @@ def _producer_pairs(
 
 def _downstream(
     side: _Side, node: int, matched: Mapping[int, int]
-) -> list[list[tuple[str, int, int]]]:
+) -> list[list[list[tuple[str, int, int]]]]:
     """Per output of ``node``: its unmatched consumers as (op, input position, index) at
     depth 0, then those reached through one unmatched consumer, and so on up to _SKIP."""
-    per_output = []
+    per_output: list[list[list[tuple[str, int, int]]]] = []
     for out in side.nodes[node].outputs:
         levels: list[list[tuple[str, int, int]]] = []
         frontier = [(c, p) for c, p in side.consumers.get(out, ()) if out and c >= 0]
@@ -342,7 +342,7 @@ def _downstream(
                 if c2 >= 0
             ]
         per_output.append(levels)
-    return per_output  # type: ignore[return-value]
+    return per_output
 
 
 def _unique(found: list[tuple[str, int, int]]) -> dict[tuple[str, int], int]:
