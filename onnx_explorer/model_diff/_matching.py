@@ -53,6 +53,8 @@ class GraphMatch:
     values_b2a: MutableMapping[str, str] = field(default_factory=dict)
     attrs_a: list[tuple[Hashable, ...]] = field(default_factory=list)  # attribute_key per node
     attrs_b: list[tuple[Hashable, ...]] = field(default_factory=list)
+    ops_a: list[str] = field(default_factory=list)  # qualified op per node
+    ops_b: list[str] = field(default_factory=list)
 
     def link(self, i: int, j: int) -> None:
         self.a2b[i] = j
@@ -94,10 +96,19 @@ def value_key(value: Any) -> Hashable:
     return repr(value)
 
 
+_PLAIN = frozenset({int, str, bytes})  # attribute values that are their own key
+
+
 def attribute_key(node: Node) -> tuple[Hashable, ...]:
     """A node's attributes as a hashable tuple sorted by name."""
-    items = [(name, value_key(attr.value)) for name, attr in node.attributes.items()]
-    return tuple(sorted(items, key=lambda item: item[0]))
+    attributes = node.attributes
+    if not attributes:
+        return ()
+    items = [
+        (name, value if type(value) in _PLAIN else value_key(value))
+        for name, value in ((name, attr.value) for name, attr in attributes.items())
+    ]
+    return tuple(sorted(items))
 
 
 def topological_order(graph: Graph) -> list[int]:
@@ -109,7 +120,8 @@ def topological_order(graph: Graph) -> list[int]:
         for out in node.outputs:
             if out:
                 producer.setdefault(out, i)
-    if all(producer.get(inp, -1) < j for j, node in enumerate(nodes) for inp in node.inputs if inp):
+    get = producer.get
+    if all(get(inp, -1) < j for j, inputs in enumerate(n.inputs for n in nodes) for inp in inputs):
         return list(range(len(nodes)))  # the usual case: the file is in order already
     waiting = [0] * len(nodes)
     children: list[list[int]] = [[] for _ in nodes]
@@ -187,7 +199,10 @@ def match_nodes(
     values.update(tensors_b2a)
     _first_inputs(a, b, values)
     side_a, side_b = _Side(a), _Side(b)
-    match = GraphMatch(a, b, values_b2a=values, attrs_a=side_a.attrs, attrs_b=side_b.attrs)
+    match = GraphMatch(
+        a, b, values_b2a=values, attrs_a=side_a.attrs, attrs_b=side_b.attrs,
+        ops_a=side_a.ops, ops_b=side_b.ops,
+    )  # fmt: skip
     nodes_a, nodes_b = side_a.nodes, side_b.nodes
     for j, node in enumerate(nodes_b):  # by name, same op type
         if node.name and node.has_file_name and a.has_node(node.name):
@@ -391,29 +406,39 @@ def _run_pass(
     Going forward, a node without inputs (a Constant) pairs only with the one node of its
     signature: order alone cannot tell several equal constants apart; their consumers can
     (backward)."""
-    pools: list[dict[Hashable, deque[int]]] = []
-    for sig_a, _ in levels:
-        pool: dict[Hashable, deque[int]] = {}
-        for i in order_a:
-            if i not in match.a2b:
-                key = sig_a(i)
-                if key is not None:
-                    pool.setdefault(key, deque()).append(i)
-        pools.append(pool)
-    if not any(pools):
+    unmatched = [i for i in order_a if i not in match.a2b]
+    if not unmatched:
         return 0
-    ambiguous = [
-        {key for key, found in pool.items() if len(found) > 1} if forward else set()
-        for pool in pools
-    ]
+    pools: list[dict[Hashable, deque[int]] | None] = [None] * len(levels)
+    ambiguous: list[set[Hashable]] = [set() for _ in levels]
+
+    def pool_of(level: int) -> dict[Hashable, deque[int]]:
+        """a's unmatched nodes by the level's signature, made when first asked (the looser
+        levels are rarely needed)."""
+        pool = pools[level]
+        if pool is None:
+            pool = pools[level] = {}
+            sig_a = levels[level][0]
+            for i in unmatched:
+                if i not in match.a2b:
+                    key = sig_a(i)
+                    if key is not None:
+                        pool.setdefault(key, deque()).append(i)
+            if forward:
+                ambiguous[level] = {key for key, found in pool.items() if len(found) > 1}
+        return pool
+
     made = 0
     # Forward: producers first, so a consumer sees its producer's match; backward: the reverse.
     for j in order_b if forward else reversed(order_b):
         if j in match.b2a:
             continue
-        for (_, sig_b), pool, unclear in zip(levels, pools, ambiguous):
+        for level, (_, sig_b) in enumerate(levels):
             key = sig_b(j)
-            if key is None or (j in sources and key in unclear):
+            if key is None:
+                continue
+            pool = pool_of(level)
+            if j in sources and key in ambiguous[level]:
                 continue
             candidates = pool.get(key)
             while candidates:
