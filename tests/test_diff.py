@@ -504,3 +504,32 @@ def test_an_op_type_changed_in_a_renamed_chain():
     (change,) = diff.nodes_changed
     assert change.a.name == "b2.LeakyRelu"
     assert change.changes == ("op type: LeakyRelu → Sigmoid", "attribute alpha: 0.1 → (none)")
+
+
+@pytest.mark.parametrize("where", ["memory", "file"])
+def test_stored_bytes_are_compared_piece_by_piece_across_pieces(where, tmp_path, monkeypatch):
+    from onnx_explorer.model_diff import _values
+
+    monkeypatch.setattr(_values, "_BYTES_CHUNK", 24)  # 6 floats: pieces cut rows of 8
+    w = W.copy()
+    w[3, 7] = np.nextafter(w[3, 7], np.float32(9))  # one bit of the last element
+    a, b = chain(), chain(w=w)
+    if where == "file":
+        a, b = _save(tmp_path, "a.onnx", a), _save(tmp_path, "b.onnx", b)
+    (change,) = ox.diff(a, b).tensors_changed
+    assert change.b == "W" and change.differing == 1
+    assert ox.diff(a, a).equal
+
+
+def test_a_tensor_gives_its_stored_bytes_into_a_reused_buffer(tmp_path):
+    model = ox.load(_save(tmp_path, "m.onnx", chain()))
+    weight = model.graph.initializers["W"]
+    buffer = np.empty(40, np.uint8)
+    pieces = [bytes(p) for p in weight.iter_stored_bytes(buffer)]
+    assert [len(p) for p in pieces] == [40, 40, 40, 8]
+    assert b"".join(pieces) == W.tobytes()
+    typed = helper.make_tensor("T", TensorProto.INT64, [3], [1, 2, 3])  # int64_data, not bytes
+    graph = helper.make_graph([], "g", [], [], [typed])
+    assert (
+        ox.load(helper.make_model(graph)).graph.initializers["T"].iter_stored_bytes(buffer) is None
+    )
