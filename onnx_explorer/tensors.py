@@ -198,7 +198,7 @@ class BytesSource(TensorSource):
                 yield data[start : start + step]
             return
         data_file, offset, length = where
-        whole = memoryview(buffer).cast("B")
+        whole = buffer.reshape(-1).view(np.uint8).data
         for start in range(0, length, step):
             piece = whole[: min(step, length - start)]
             try:
