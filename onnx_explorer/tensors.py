@@ -185,6 +185,28 @@ class BytesSource(TensorSource):
             else:
                 yield decode_bytes(buf[first:last], dt, stop - start)
 
+    def stored_bytes(
+        self, dt: DType, count: int, name: str, buffer: np.ndarray
+    ) -> Iterator[memoryview]:
+        """The stored bytes in pieces of at most ``buffer.nbytes``: a file's read into
+        ``buffer`` (so each piece is valid until the next), memory's as views."""
+        where = self._checked_range(dt, count, name)
+        step = buffer.nbytes
+        if where is None:
+            data = memoryview(self._checked_buffer(dt, count, name)).cast("B")
+            for start in range(0, len(data), step):
+                yield data[start : start + step]
+            return
+        data_file, offset, length = where
+        whole = buffer.reshape(-1).view(np.uint8).data
+        for start in range(0, length, step):
+            piece = whole[: min(step, length - start)]
+            try:
+                data_file.read_into(offset + start, piece)
+            except ExplorerError as exc:
+                raise _named(exc, name) from None
+            yield piece
+
     def check(self, dt: DType, count: int, name: str) -> None:
         where = self._checked_range(dt, count, name)
         if where is None:
@@ -371,6 +393,15 @@ class Tensor:
         yield from self._source.chunks(
             self.dtype_info, self._checked_size(), self.name, max_elements
         )
+
+    def iter_stored_bytes(self, buffer: np.ndarray) -> Iterator[memoryview] | None:
+        """The tensor's stored little-endian bytes, in pieces of at most ``buffer.nbytes``
+        read into ``buffer`` (reused: a piece is valid until the next is asked for), or
+        None when the values are not stored as bytes (typed fields, TensorFlow ``*_val``):
+        comparing two tensors' bytes this way costs no allocation and no decoding."""
+        if self._cached is not None or not isinstance(self._source, BytesSource):
+            return None
+        return self._source.stored_bytes(self.dtype_info, self._checked_size(), self.name, buffer)
 
     def iter_runs(self, max_elements: int = CHUNK_ELEMENTS) -> Iterator[np.ndarray | Repeat]:
         """As :meth:`iter_chunks`, but a value repeated many times (TensorFlow's fill of a

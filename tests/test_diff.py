@@ -407,3 +407,129 @@ def test_onnx_against_graphdef_reports_what_it_can():
     diff = ox.diff(chain(), frozen_tf1_graphdef(blocks=1))
     assert diff.model_changes[0] == ("format", "onnx", "graphdef")
     assert len(diff.nodes_removed) == 4 and diff.nodes_added and not diff.equal
+
+
+# -- matching around a node removed or inserted in the middle of a chain -----------------
+def long_chain(
+    blocks: int = 5,
+    *,
+    drop: tuple[int, str] | None = None,
+    insert: tuple[int, str] | None = None,
+    replace: tuple[int, str, str] | None = None,
+    residual: bool = False,
+) -> onnx.ModelProto:
+    """``blocks`` × (MatMul(W) → Add(zero bias) → Identity → LeakyRelu), ~20 nodes, every
+    block alike (the same weight, equal zero biases), as a repeated layer exports. ``drop``
+    leaves out the (block, op) node, ``insert`` puts a Relu after it, ``replace`` swaps its
+    op, ``residual`` adds each block's input to its output (an Add after the LeakyRelu) in
+    every block but the one given by ``drop=(block, "Residual")``."""
+    ops = ["MatMul", "Add", "Identity", "LeakyRelu"] + (["Residual"] if residual else [])
+    nodes, inits, prev = [], [numpy_helper.from_array(W[:, :4], "W")], "x"
+    for i in range(blocks):
+        bias = f"bias{i}"
+        inits.append(numpy_helper.from_array(np.zeros(4, np.float32), bias))
+        block_input = prev
+        for op in ops:
+            if (i, op) == drop:
+                continue
+            inputs = {"MatMul": [prev, "W"], "Add": [prev, bias], "Residual": [prev, block_input]}
+            kind = "Add" if op == "Residual" else op
+            if replace is not None and (i, op) == replace[:2]:
+                kind = replace[2]
+            attrs = {"alpha": 0.1} if kind == "LeakyRelu" else {}
+            out = f"b{i}.{op}"
+            nodes.append(helper.make_node(kind, inputs.get(op, [prev]), [out], name=out, **attrs))
+            prev = out
+            if (i, op) == insert:
+                nodes.append(helper.make_node("Relu", [prev], [f"b{i}.new"], name=f"b{i}.new"))
+                prev = f"b{i}.new"
+    nodes[-1].output[0] = "y"
+    graph = helper.make_graph(
+        nodes, "long_chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], inits,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_node_removed_in_the_middle_of_a_renamed_chain():
+    a, b = long_chain(), renumbered(long_chain(drop=(2, "Identity")))
+    diff = ox.diff(a, b)
+    nothing_but(diff, nodes_removed=1, nodes_changed=1, nodes_renamed=18)
+    assert diff.nodes_removed[0].name == "b2.Identity"
+    (change,) = diff.nodes_changed
+    assert change.a.name == "b2.LeakyRelu"
+    assert change.changes[0].startswith("input 0: b2.Identity → ")
+
+
+def test_a_node_inserted_in_the_middle_of_a_renamed_chain():
+    a, b = long_chain(), renumbered(long_chain(insert=(2, "Add")))
+    diff = ox.diff(a, b)
+    nothing_but(diff, nodes_added=1, nodes_changed=1, nodes_renamed=19)
+    assert diff.nodes_added[0].op_type == "Relu"
+    assert diff.nodes_changed[0].a.name == "b2.Identity"
+
+
+def test_one_node_inserted_and_another_removed_in_a_renamed_chain():
+    b = renumbered(long_chain(insert=(1, "Add"), drop=(3, "Identity")))
+    diff = ox.diff(long_chain(), b)
+    nothing_but(diff, nodes_added=1, nodes_removed=1, nodes_changed=2, nodes_renamed=17)
+    assert diff.nodes_added[0].op_type == "Relu"
+    assert diff.nodes_removed[0].name == "b3.Identity"
+    assert {c.a.name for c in diff.nodes_changed} == {"b1.Identity", "b3.LeakyRelu"}
+
+
+def test_both_sides_renamed_with_a_removal_and_an_insertion():
+    a = renumbered(long_chain(insert=(1, "Add")))
+    b = renumbered(long_chain(drop=(3, "Identity")))  # the same numbering: names collide
+    diff = ox.diff(a, b)
+    assert (len(diff.nodes_added), len(diff.nodes_removed), len(diff.nodes_changed)) == (0, 2, 2)
+    assert {r.op_type for r in diff.nodes_removed} == {"Relu", "Identity"}
+
+
+def test_a_residual_branch_removed_in_a_renamed_chain():
+    a = long_chain(residual=True)
+    b = renumbered(long_chain(residual=True, drop=(2, "Residual")))
+    diff = ox.diff(a, b)
+    nothing_but(diff, nodes_removed=1, nodes_changed=2, nodes_renamed=22)
+    assert diff.nodes_removed[0].name == "b2.Residual"
+    # both readers of block 2's output now read its LeakyRelu: block 3's MatMul and residual
+    assert {c.a.name for c in diff.nodes_changed} == {"b3.MatMul", "b3.Residual"}
+
+
+def test_an_op_type_changed_in_a_renamed_chain():
+    b = renumbered(long_chain(replace=(2, "LeakyRelu", "Sigmoid")))
+    diff = ox.diff(long_chain(), b)
+    nothing_but(diff, nodes_changed=1, nodes_renamed=19)
+    (change,) = diff.nodes_changed
+    assert change.a.name == "b2.LeakyRelu"
+    assert change.changes == ("op type: LeakyRelu → Sigmoid", "attribute alpha: 0.1 → (none)")
+
+
+@pytest.mark.parametrize("where", ["memory", "file"])
+def test_stored_bytes_are_compared_piece_by_piece_across_pieces(where, tmp_path, monkeypatch):
+    from onnx_explorer.model_diff import _values
+
+    monkeypatch.setattr(_values, "_BYTES_CHUNK", 24)  # 6 floats: pieces cut rows of 8
+    w = W.copy()
+    w[3, 7] = np.nextafter(w[3, 7], np.float32(9))  # one bit of the last element
+    a, b = chain(), chain(w=w)
+    if where == "file":
+        a, b = _save(tmp_path, "a.onnx", a), _save(tmp_path, "b.onnx", b)
+    (change,) = ox.diff(a, b).tensors_changed
+    assert change.b == "W" and change.differing == 1
+    assert ox.diff(a, a).equal
+
+
+def test_a_tensor_gives_its_stored_bytes_into_a_reused_buffer(tmp_path):
+    model = ox.load(_save(tmp_path, "m.onnx", chain()))
+    weight = model.graph.initializers["W"]
+    buffer = np.empty(40, np.uint8)
+    pieces = [bytes(p) for p in weight.iter_stored_bytes(buffer)]
+    assert [len(p) for p in pieces] == [40, 40, 40, 8]
+    assert b"".join(pieces) == W.tobytes()
+    typed = helper.make_tensor("T", TensorProto.INT64, [3], [1, 2, 3])  # int64_data, not bytes
+    graph = helper.make_graph([], "g", [], [], [typed])
+    assert (
+        ox.load(helper.make_model(graph)).graph.initializers["T"].iter_stored_bytes(buffer) is None
+    )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, MutableMapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +39,8 @@ def compare_models(
     if not (atol >= 0 and rtol >= 0):
         raise ValueError(f"atol and rtol must be non-negative numbers, not {atol!r}, {rtol!r}")
     walk = _Walk(a, b)
-    walk.run()
+    with _paused_gc():
+        walk.run()
     pairs = walk.tensor_pairs
     changes: list[TensorChange] = []
     bar = _progress(len(pairs)) if progress and weights else None
@@ -69,6 +72,20 @@ def compare_models(
         atol=atol,
         rtol=rtol,
     )
+
+
+@contextmanager
+def _paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection while matching: it makes ~10 small acyclic objects per
+    node, and each collection walks every live object of both models (measured on two
+    20,000-node graphs: a third of the structure diff's time)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _progress(total: int) -> Any:
@@ -121,7 +138,15 @@ def model_changes(a: Model, b: Model) -> list[tuple[str, Any, Any]]:
 # -- graphs -----------------------------------------------------------------------------
 def _ref(graph: Graph, index: int) -> NodeRef:
     node = graph.nodes[index]
-    return NodeRef(graph.path, node.name, index, node.qualified_op)
+    return _new_ref(graph.path, node.name, index, node.qualified_op)
+
+
+def _new_ref(graph: str, name: str, index: int, op_type: str) -> NodeRef:
+    """A NodeRef without the frozen dataclass's __init__ (four object.__setattr__ calls):
+    a renamed export makes one per node and side."""
+    ref = object.__new__(NodeRef)
+    ref.__dict__.update(graph=graph, name=name, index=index, op_type=op_type)
+    return ref
 
 
 def _stored(graph: Graph) -> dict[str, Tensor]:
@@ -306,22 +331,25 @@ class _Walk:
     def _record_nodes(self, match: GraphMatch) -> None:
         ga, gb = match.a, match.b
         status = self.status.setdefault(gb.path, {})
-        for j, node in enumerate(gb.nodes):
-            if j not in match.b2a:
+        nodes_a, nodes_b = ga.nodes, gb.nodes
+        attrs_a, attrs_b, ops_a, ops_b = match.attrs_a, match.attrs_b, match.ops_a, match.ops_b
+        b2a, values = match.b2a, match.values_b2a
+        for j, node in enumerate(nodes_b):
+            i = b2a.get(j)
+            if i is None:
                 self.added.append(_ref(gb, j))
                 status[node.name] = "added"
                 continue
-            i = match.b2a[j]
-            node_a = ga.nodes[i]
+            node_a = nodes_a[i]
             if (
-                match.attrs_a[i] == match.attrs_b[j]
-                and node_a.qualified_op == node.qualified_op
+                attrs_a[i] == attrs_b[j]
+                and ops_a[i] == ops_b[j]
                 and len(node_a.outputs) == len(node.outputs)
-                and node_a.inputs == tuple(match.values_b2a.get(n, n) for n in node.inputs)
+                and node_a.inputs == tuple([values.get(n, n) for n in node.inputs])
             ):
                 lines = []  # the usual case, decided without building change lines
             else:
-                lines = node_changes(node_a, node, match.values_b2a)
+                lines = node_changes(node_a, node, values)
             if lines:
                 self.changed.append(NodeChange(_ref(ga, i), _ref(gb, j), tuple(lines), len(lines)))
                 status[node.name] = "changed"

@@ -9,7 +9,12 @@ unmatched, each a hash lookup per node (so near-linear in the graph's size):
    attribute;
 2. backward, in reverse topological order: (op, attributes, consumers), else (op,
    consumers): an inserted node before it, or rewired inputs;
-3. (inputs, consumers) without the op: a changed op type.
+3. (inputs, consumers) without the op: a changed op type;
+4. anchor and extend, from every matched pair: unmatched producers at the same input
+   position, and unmatched consumers at the same (op, input position), pair up when their
+   op types agree, also looking through up to two unmatched nodes on one side (a node
+   removed or inserted in the middle of a chain stops passes 1 and 2 on either side of
+   it; an insertion and a removal elsewhere leave the stretch between them to this pass).
 
 Among several candidates with one signature the first in topological order wins, so
 repeated identical blocks pair up in order (but equal constants, which have no inputs,
@@ -48,6 +53,8 @@ class GraphMatch:
     values_b2a: MutableMapping[str, str] = field(default_factory=dict)
     attrs_a: list[tuple[Hashable, ...]] = field(default_factory=list)  # attribute_key per node
     attrs_b: list[tuple[Hashable, ...]] = field(default_factory=list)
+    ops_a: list[str] = field(default_factory=list)  # qualified op per node
+    ops_b: list[str] = field(default_factory=list)
 
     def link(self, i: int, j: int) -> None:
         self.a2b[i] = j
@@ -89,10 +96,19 @@ def value_key(value: Any) -> Hashable:
     return repr(value)
 
 
+_PLAIN = frozenset({int, str, bytes})  # attribute values that are their own key
+
+
 def attribute_key(node: Node) -> tuple[Hashable, ...]:
     """A node's attributes as a hashable tuple sorted by name."""
-    items = [(name, value_key(attr.value)) for name, attr in node.attributes.items()]
-    return tuple(sorted(items, key=lambda item: item[0]))
+    attributes = node.attributes
+    if not attributes:
+        return ()
+    items = [
+        (name, value if type(value) in _PLAIN else value_key(value))
+        for name, value in ((name, attr.value) for name, attr in attributes.items())
+    ]
+    return tuple(sorted(items))
 
 
 def topological_order(graph: Graph) -> list[int]:
@@ -104,7 +120,8 @@ def topological_order(graph: Graph) -> list[int]:
         for out in node.outputs:
             if out:
                 producer.setdefault(out, i)
-    if all(producer.get(inp, -1) < j for j, node in enumerate(nodes) for inp in node.inputs if inp):
+    get = producer.get
+    if all(get(inp, -1) < j for j, inputs in enumerate(n.inputs for n in nodes) for inp in inputs):
         return list(range(len(nodes)))  # the usual case: the file is in order already
     waiting = [0] * len(nodes)
     children: list[list[int]] = [[] for _ in nodes]
@@ -150,6 +167,12 @@ class _Side:
         for k, out in enumerate(graph.outputs):
             consumers.setdefault(out.name, []).append((-1, k))  # -1: the graph's output k
         self.consumers = consumers
+        producers: dict[str, int] = {}
+        for i, node in enumerate(self.nodes):
+            for name in node.outputs:
+                if name:
+                    producers.setdefault(name, i)
+        self.producers = producers
 
 
 def _first_inputs(a: Graph, b: Graph, values_b2a: MutableMapping[str, str]) -> None:
@@ -176,7 +199,10 @@ def match_nodes(
     values.update(tensors_b2a)
     _first_inputs(a, b, values)
     side_a, side_b = _Side(a), _Side(b)
-    match = GraphMatch(a, b, values_b2a=values, attrs_a=side_a.attrs, attrs_b=side_b.attrs)
+    match = GraphMatch(
+        a, b, values_b2a=values, attrs_a=side_a.attrs, attrs_b=side_b.attrs,
+        ops_a=side_a.ops, ops_b=side_b.ops,
+    )  # fmt: skip
     nodes_a, nodes_b = side_a.nodes, side_b.nodes
     for j, node in enumerate(nodes_b):  # by name, same op type
         if node.name and node.has_file_name and a.has_node(node.name):
@@ -254,8 +280,117 @@ def match_nodes(
             if _run_pass(match, side_a.order, side_b.order, forward, levels, sources):
                 break  # start again from the strictest pass
         else:
-            break
+            if not _extend(match, side_a, side_b):
+                break
     return match
+
+
+#: Unmatched nodes looked through on one side when extending from a matched pair.
+_SKIP = 2
+
+
+def _extend(match: GraphMatch, side_a: _Side, side_b: _Side) -> int:
+    """Pass 4: grow the matching from matched pairs into their unmatched neighbours."""
+    made = 0
+    work = deque(sorted(match.a2b.items()))
+    while work:
+        i, j = work.popleft()
+        for x, y in [*_producer_pairs(match, side_a, side_b, i, j),
+                     *_consumer_pairs(match, side_a, side_b, i, j)]:  # fmt: skip
+            if x not in match.a2b and y not in match.b2a:
+                match.link(x, y)
+                made += 1
+                work.append((x, y))
+    return made
+
+
+def _upstream(side: _Side, start: int | None, matched: Mapping[int, int]) -> list[int]:
+    """``start`` and the unmatched nodes above it along first inputs, up to _SKIP more."""
+    found: list[int] = []
+    node = start
+    while node is not None and node not in matched and len(found) <= _SKIP:
+        found.append(node)
+        inputs = side.nodes[node].inputs
+        node = side.producers.get(inputs[0]) if inputs and inputs[0] else None
+    return found
+
+
+def _producer_pairs(
+    match: GraphMatch, side_a: _Side, side_b: _Side, i: int, j: int
+) -> list[tuple[int, int]]:
+    """For each input position: the unmatched producers of the two inputs if their ops
+    agree, else the first pair with agreeing ops skipping nodes on one side only."""
+    pairs: list[tuple[int, int]] = []
+    for in_a, in_b in zip(side_a.nodes[i].inputs, side_b.nodes[j].inputs):
+        up_a = _upstream(side_a, side_a.producers.get(in_a) if in_a else None, match.a2b)
+        up_b = _upstream(side_b, side_b.producers.get(in_b) if in_b else None, match.b2a)
+        if not (up_a and up_b):
+            continue
+        tries = [(0, 0)] + [t for k in range(1, _SKIP + 1) for t in ((k, 0), (0, k))]
+        for ka, kb in tries:
+            if ka < len(up_a) and kb < len(up_b):
+                x, y = up_a[ka], up_b[kb]
+                if side_a.ops[x] == side_b.ops[y]:
+                    pairs.append((x, y))
+                    break
+    return pairs
+
+
+def _downstream(
+    side: _Side, node: int, matched: Mapping[int, int]
+) -> list[list[list[tuple[str, int, int]]]]:
+    """Per output of ``node``: its unmatched consumers as (op, input position, index) at
+    depth 0, then those reached through one unmatched consumer, and so on up to _SKIP."""
+    per_output: list[list[list[tuple[str, int, int]]]] = []
+    for out in side.nodes[node].outputs:
+        levels: list[list[tuple[str, int, int]]] = []
+        frontier = [(c, p) for c, p in side.consumers.get(out, ()) if out and c >= 0]
+        for _ in range(_SKIP + 1):
+            frontier = [(c, p) for c, p in frontier if c not in matched]
+            levels.append([(side.ops[c], p, c) for c, p in frontier])
+            frontier = [
+                (c2, p2)
+                for c, _ in frontier
+                for o in side.nodes[c].outputs
+                if o
+                for c2, p2 in side.consumers.get(o, ())
+                if c2 >= 0
+            ]
+        per_output.append(levels)
+    return per_output
+
+
+def _unique(found: list[tuple[str, int, int]]) -> dict[tuple[str, int], int]:
+    """(op, position) → node, for the keys held by exactly one node."""
+    count: dict[tuple[str, int], int] = {}
+    where: dict[tuple[str, int], int] = {}
+    for op, pos, node in found:
+        count[op, pos] = count.get((op, pos), 0) + 1
+        where[op, pos] = node
+    return {key: node for key, node in where.items() if count[key] == 1}
+
+
+def _consumer_pairs(
+    match: GraphMatch, side_a: _Side, side_b: _Side, i: int, j: int
+) -> list[tuple[int, int]]:
+    """For each output: unmatched consumers with the one same (op, input position) on each
+    side, direct ones first, then looking through unmatched consumers on one side."""
+    pairs: list[tuple[int, int]] = []
+    down_a, down_b = _downstream(side_a, i, match.a2b), _downstream(side_b, j, match.b2a)
+    for levels_a, levels_b in zip(down_a, down_b):
+        tries = [(0, 0)] + [t for k in range(1, _SKIP + 1) for t in ((k, 0), (0, k))]
+        used_a: set[int] = set()
+        used_b: set[int] = set()
+        for ka, kb in tries:
+            found_a = _unique([f for f in levels_a[ka] if f[2] not in used_a])
+            found_b = _unique([f for f in levels_b[kb] if f[2] not in used_b])
+            for key, x in found_a.items():
+                y = found_b.get(key)
+                if y is not None:
+                    pairs.append((x, y))
+                    used_a.add(x)
+                    used_b.add(y)
+    return pairs
 
 
 def _run_pass(
@@ -271,29 +406,39 @@ def _run_pass(
     Going forward, a node without inputs (a Constant) pairs only with the one node of its
     signature: order alone cannot tell several equal constants apart; their consumers can
     (backward)."""
-    pools: list[dict[Hashable, deque[int]]] = []
-    for sig_a, _ in levels:
-        pool: dict[Hashable, deque[int]] = {}
-        for i in order_a:
-            if i not in match.a2b:
-                key = sig_a(i)
-                if key is not None:
-                    pool.setdefault(key, deque()).append(i)
-        pools.append(pool)
-    if not any(pools):
+    unmatched = [i for i in order_a if i not in match.a2b]
+    if not unmatched:
         return 0
-    ambiguous = [
-        {key for key, found in pool.items() if len(found) > 1} if forward else set()
-        for pool in pools
-    ]
+    pools: list[dict[Hashable, deque[int]] | None] = [None] * len(levels)
+    ambiguous: list[set[Hashable]] = [set() for _ in levels]
+
+    def pool_of(level: int) -> dict[Hashable, deque[int]]:
+        """a's unmatched nodes by the level's signature, made when first asked (the looser
+        levels are rarely needed)."""
+        pool = pools[level]
+        if pool is None:
+            pool = pools[level] = {}
+            sig_a = levels[level][0]
+            for i in unmatched:
+                if i not in match.a2b:
+                    key = sig_a(i)
+                    if key is not None:
+                        pool.setdefault(key, deque()).append(i)
+            if forward:
+                ambiguous[level] = {key for key, found in pool.items() if len(found) > 1}
+        return pool
+
     made = 0
     # Forward: producers first, so a consumer sees its producer's match; backward: the reverse.
     for j in order_b if forward else reversed(order_b):
         if j in match.b2a:
             continue
-        for (_, sig_b), pool, unclear in zip(levels, pools, ambiguous):
+        for level, (_, sig_b) in enumerate(levels):
             key = sig_b(j)
-            if key is None or (j in sources and key in unclear):
+            if key is None:
+                continue
+            pool = pool_of(level)
+            if j in sources and key in ambiguous[level]:
                 continue
             candidates = pool.get(key)
             while candidates:
