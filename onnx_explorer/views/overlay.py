@@ -89,10 +89,12 @@ class Scale:
 class Overlay:
     """Fills per node name (palette word or ``#rrggbb``), ghosts, hover lines, legend.
 
-    ``scope_styles`` / ``scope_titles``: fill and one label (and hover) line per
-    collapsed scope, by path (a numeric scale's sums). ``counted``: the style words that count as changes on collapsed scopes and cluster
+    ``counted``: the style words that count as changes on collapsed scopes and cluster
     headings (``"N changes"``; ghosts count as ``"removed"``). ``legend``: draw a legend
     of the words used (or ``legend_entries`` when given, e.g. a colour scale's stops).
+    ``scope_styles`` / ``scope_titles``: fill and one label (and hover) line per
+    collapsed scope, by path (a numeric scale's sums). ``scale``: a numeric scale's
+    colour bar, drawn by the graph view beside the drawing (it survives recolouring).
     """
 
     styles: Mapping[str, str] = field(default_factory=dict)

@@ -11,8 +11,8 @@ scope's label line with its total appears at the next layout (labels size the bo
 from __future__ import annotations
 
 import re
-from html import escape
 from collections.abc import Mapping
+from html import escape
 from typing import Any
 
 from ..model import Graph

@@ -57,9 +57,7 @@ def _number(name: Any, value: Any) -> float | None:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(
-            f"overlay value for node {name!r} is {value!r}, not a number"
-        ) from None
+        raise ValueError(f"overlay value for node {name!r} is {value!r}, not a number") from None
     if math.isnan(number):
         return None  # pandas' missing value
     if math.isinf(number) or number < 0:

@@ -60,7 +60,7 @@ def node(
     fill: str | None = op_fill(op_type, calls_function)
     if paint is not None:
         fill = paint.fill
-    if fill != NODE_FILL:
+    if fill != NODE_FILL or paint is not None:
         attrs.append(f'fillcolor="{fill}"')
     if paint is not None:
         attrs.append(f'color="{paint.border}" penwidth=1.6')
