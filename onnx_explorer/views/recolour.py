@@ -26,6 +26,8 @@ _BOX = re.compile(
     r'fill=")([^"]*)(")',
     re.S,
 )
+#: An open scope: its hover title holds the total too (its fill stays).
+_CLUSTER = re.compile(r'(<g id="(c\d+)" class="cluster">\s*<title>)(.*?)(</title>)', re.S)
 
 
 def recolour_svg(
@@ -37,12 +39,29 @@ def recolour_svg(
 ) -> str:
     """``svg`` (drawn from ``result`` with overlay ``drawn_with``) painted with ``overlay``.
 
-    Only the fills and hover titles of node boxes and collapsed scopes change: those
+    Only the fills and hover titles of node boxes and scopes change: those
     that ``drawn_with`` painted lose its fill (back to the op's own colour) and its
     hover line; those ``overlay`` paints get its fill and hover line.
     """
     ids = result.ids
     titles = result.titles
+
+    def retitle(box: str, entry: Mapping[str, Any], key: str, title: str) -> str:
+        old_line = _line(drawn_with, entry, key)
+        new_line = _line(overlay, entry, key)
+        if old_line == new_line:
+            return title
+        base = str(titles.get(box, ""))
+        if old_line and base.endswith("\n" + old_line):
+            base = base[: -len(old_line) - 1]
+        return escape(base + ("\n" + new_line if new_line else ""))
+
+    def replace_cluster(match: re.Match[str]) -> str:
+        entry = ids.get(match.group(2))
+        if entry is None or entry.get("kind") != "scope":
+            return match.group(0)
+        title = retitle(match.group(2), entry, str(entry.get("path", "")), match.group(3))
+        return match.group(1) + title + match.group(4)
 
     def replace(match: re.Match[str]) -> str:
         box = match.group(2)
@@ -52,20 +71,13 @@ def recolour_svg(
         key, own_fill = _key_and_fill(entry, graph)
         if key is None:
             return match.group(0)
-        old_line = _line(drawn_with, entry, key)
-        new_line = _line(overlay, entry, key)
         fill = _fill(overlay, entry, key) or (
             match.group(5) if _fill(drawn_with, entry, key) is None else own_fill
         )
-        title = match.group(3)
-        if old_line != new_line:
-            base = str(titles.get(box, ""))
-            if old_line and base.endswith("\n" + old_line):
-                base = base[: -len(old_line) - 1]
-            title = escape(base + ("\n" + new_line if new_line else ""))
+        title = retitle(box, entry, key, match.group(3))
         return match.group(1) + title + match.group(4) + fill + match.group(6)
 
-    return _BOX.sub(replace, svg)
+    return _CLUSTER.sub(replace_cluster, _BOX.sub(replace, svg))
 
 
 def _key_and_fill(entry: Mapping[str, Any], graph: Graph) -> tuple[str | None, str]:
@@ -76,7 +88,7 @@ def _key_and_fill(entry: Mapping[str, Any], graph: Graph) -> tuple[str | None, s
         op = graph.nodes[index].op_type if isinstance(index, int) else ""
         calls = any(g.get("kind") == "function" for g in entry.get("graphs") or ())
         return str(entry.get("name", "")), op_fill(op if isinstance(op, str) else "", calls)
-    if kind == "scope" and not entry.get("open"):
+    if kind == "scope":
         return str(entry.get("path", "")), scope_fill(bool(entry.get("synthetic")))
     return None, ""
 

@@ -14,6 +14,7 @@ theme's invert filter turns them into dark fills with light text.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -74,7 +75,7 @@ def value_text(value: float | None, name: str) -> str:
     lowered = name.lower()
     if "bytes" in lowered:
         return human_bytes(round(value))
-    if "ms" in lowered.split() or lowered.endswith("ms") or "latency" in lowered:
+    if "ms" in re.split(r"[^a-z]+", lowered) or "latency" in lowered:
         return f"{value:.3g} ms"
     if value == int(value):
         return human_count(int(value))
