@@ -90,12 +90,32 @@ def test_larger_values_get_darker_fills_and_missing_values_stay_plain():
     assert "1 nodes without a value" in overlay.scale.note
 
 
-def test_the_darkest_fill_keeps_dark_text_readable():
-    # WCAG contrast of near-black text on the top of the scale stays above 4.5:1.
-    top = colour_at(1.0)
-    lum = [((c / 255 + 0.055) / 1.055) ** 2.4 for c in (int(top[k : k + 2], 16) for k in (1, 3, 5))]
-    relative = 0.2126 * lum[0] + 0.7152 * lum[1] + 0.0722 * lum[2]
-    assert (relative + 0.05) / (0.0 + 0.05) > 4.5
+def _relative_luminance(rgb: list[float]) -> float:
+    lin = [
+        c / 255 / 12.92 if c / 255 <= 0.03928 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb
+    ]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _dark_theme(rgb: list[float]) -> list[float]:
+    """What graph_view.css's ``invert(0.88) hue-rotate(180deg)`` makes of a colour."""
+    v = [255 * 0.88 + c * (1 - 2 * 0.88) for c in rgb]
+    matrix = [(-0.574, 1.43, 0.144), (0.426, 0.43, 0.144), (0.426, 1.43, -0.856)]  # 180°
+    return [min(255.0, max(0.0, sum(m * c for m, c in zip(row, v, strict=True)))) for row in matrix]
+
+
+def _contrast(a: list[float], b: list[float]) -> float:
+    high, low = sorted((_relative_luminance(a), _relative_luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize("t", [0.0, 0.5, 1.0])
+def test_text_stays_readable_on_every_fill_in_both_themes(t):
+    fill = colour_at(t)
+    rgb = [float(int(fill[k : k + 2], 16)) for k in (1, 3, 5)]
+    text = [0.0, 0.0, 0.0]  # Graphviz's black labels
+    assert _contrast(rgb, text) > 4.5  # WCAG AA
+    assert _contrast(_dark_theme(rgb), _dark_theme(text)) > 4.5
 
 
 def test_log_scale_spreads_orders_of_magnitude_and_leaves_zeros_plain():
@@ -230,13 +250,13 @@ def test_the_node_list_shows_the_values_and_sorts_by_them():
     ex = Explorer(model)
     ex.overlay({names[1]: 5, names[2]: 300_000, names[3]: 20}, name="params")
     listed = [label for label, _ in ex.node_list.results.options]
-    assert listed[2].endswith("300.0k") and listed[0].endswith("no value")
+    assert listed[2].startswith("300.0k ") and listed[0].startswith("no value ")
     ex.node_list.sort_box.value = True
     order = [value for _, value in ex.node_list.results.options]
     assert order == [names[2], names[3], names[1], names[0]]  # no value last
     assert ex.node_list.sort_box.description == "sort by params"
     ex.overlay(None)
-    assert not any("no value" in label for label, _ in ex.node_list.results.options)
+    assert ex.node_list.results.options[0][0] == f"{names[0]}   [Relu]"
     assert ex.node_list.sort_box.disabled
     ex.close()
 
@@ -274,8 +294,8 @@ def test_a_pandas_series_is_taken_like_a_dict():
     names = [n.name for n in model.graph.nodes]
     ex = Explorer(model)
     ex.overlay(pd.Series({names[0]: 1.5, names[1]: None}), name="score")
-    assert ex.node_list.results.options[0][0].endswith("1.5")
-    assert ex.node_list.results.options[1][0].endswith("no value")
+    assert ex.node_list.results.options[0][0].startswith("1.5 ")
+    assert ex.node_list.results.options[1][0].startswith("no value ")
     assert ex.overlay_picker.value == "(custom)"
     ex.close()
 

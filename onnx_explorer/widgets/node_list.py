@@ -158,8 +158,8 @@ class NodeList(QuietPicking, widgets.VBox):
     # -- internals ---------------------------------------------------------------
     def _row_text(self, name: str, op_type: str) -> str:
         text = f"{name}   [{op_type}]"
-        if self._values is not None:
-            text += f"   {value_text(self._values.get(name), self._value_name)}"
+        if self._values is not None:  # first: long names would push it out of sight
+            text = f"{value_text(self._values.get(name), self._value_name)}   {text}"
         return as_text(text)
 
     def _page_of(self, name: str | None) -> int:
