@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from ..model import Graph
@@ -85,8 +85,13 @@ def value_text(value: float | None, name: str) -> str:
 
 
 def colour_at(t: float) -> str:
-    """The fill at ``t`` in [0, 1] of the scale (linear interpolation between the stops)."""
-    t = min(max(t, 0.0), 1.0) * LIGHT_PART * (len(YLORRD) - 1)
+    """The fill at ``t`` in [0, 1] of the scale, in 256 steps (as matplotlib's colormaps)."""
+    return _STEPS[round(min(max(t, 0.0), 1.0) * (LEVELS - 1))]
+
+
+def _interpolated(t: float) -> str:
+    """Linear interpolation between the stops, over the light part of the map."""
+    t = t * LIGHT_PART * (len(YLORRD) - 1)
     k = min(int(t), len(YLORRD) - 2)
     frac = t - k
     a, b = _rgb(YLORRD[k]), _rgb(YLORRD[k + 1])
@@ -95,6 +100,27 @@ def colour_at(t: float) -> str:
 
 def _rgb(colour: str) -> tuple[int, int, int]:
     return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+
+
+LEVELS = 256
+_STEPS = tuple(_interpolated(k / (LEVELS - 1)) for k in range(LEVELS))
+
+
+class _Titles(Mapping[str, str]):
+    """Hover lines made when asked: a drawing shows at most a few thousand of 100k nodes."""
+
+    def __init__(self, values: Mapping[str, float | None], names: dict[str, str], label: str):
+        self._values, self._names, self._label = values, names, label
+
+    def __getitem__(self, key: str) -> str:
+        name = self._names[key]  # KeyError for a name not in the graph
+        return f"{self._label}: {value_text(self._values.get(name), self._label)}"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 class _Mapper:
@@ -153,15 +179,12 @@ def scale_overlay(
     """
     if reduce not in REDUCES:
         raise ValueError(f"reduce must be 'sum' or 'max', not {reduce!r}")
-    names = {node.name for node in graph.nodes}
+    shown = {as_text(node.name): node.name for node in graph.nodes}  # as drawn → as stored
+    names = set(shown.values())
     own = {k: v for k, v in values.items() if k in names}
     mapper = _Mapper((v for v in own.values() if v is not None), log)
-    styles: dict[str, str] = {}
-    titles: dict[str, str] = {}
-    for node_name in names:
-        value = own.get(node_name)
-        styles[as_text(node_name)] = mapper.fill(value) or "#ffffff"
-        titles[as_text(node_name)] = f"{name}: {value_text(value, name)}"
+    styles = {key: mapper.fill(own.get(stored)) or "#ffffff" for key, stored in shown.items()}
+    titles = _Titles(own, shown, name)
     scope_styles: dict[str, str] = {}
     scope_titles: dict[str, str] = {}
     word = "Σ" if reduce == "sum" else "max"
