@@ -326,7 +326,8 @@ class _Builder:
                 self._register_scope(box, member, opened=False)
                 changes = self.changes.get(id(member), 0)
                 lines = self._scope_lines(member)
-                self.lines.append(dot.scope_box(box, lines, member.synthetic, changes))
+                fill = self._scope_fill(member)
+                self.lines.append(dot.scope_box(box, lines, member.synthetic, changes, fill))
                 self.drawn += 1
 
     def _members(self, scope: Scope, memo: dict[int, str | None]) -> Iterator[Scope | int]:
@@ -354,7 +355,16 @@ class _Builder:
         changes = self.changes.get(id(scope), 0)
         if changes:
             lines.append(_changes_text(changes))
+        extra = self.overlay.scope_titles.get(scope.path) if self.overlay is not None else None
+        if extra:
+            lines.append(one_line(extra, LABEL_CHARS))
         return lines
+
+    def _scope_fill(self, scope: Scope) -> str | None:
+        """A collapsed scope's fill from the overlay (a numeric scale's sum), if any."""
+        style = self.overlay.scope_styles.get(scope.path) if self.overlay is not None else None
+        paint = paint_for(style) if style is not None else None
+        return paint.fill if paint is not None else None
 
     def _register_scope(self, sid: str, scope: Scope, opened: bool) -> None:
         self.ids[sid] = {
@@ -378,6 +388,9 @@ class _Builder:
         changes = self.changes.get(id(scope), 0)
         if changes:
             title.insert(2, _changes_text(changes))
+        extra = self.overlay.scope_titles.get(scope.path) if self.overlay is not None else None
+        if extra:
+            title.append(_titled(extra))
         self.titles[sid] = "\n".join(title)
 
     def _emit_node(self, i: int, highlight: bool = False) -> None:
@@ -409,7 +422,8 @@ class _Builder:
             if paint is not None:
                 assert style is not None
                 entry["status"] = style
-                title.insert(1, paint.legend)
+                if paint.legend:  # a status word; a scale's value comes as a title line
+                    title.insert(1, paint.legend)
             extra = self.overlay.titles.get(entry["name"])
             if extra:
                 title.append(_titled(extra))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ def paint_for(style: str) -> Paint | None:
     if paint is not None:
         return paint
     if _HEX.fullmatch(style):
-        return Paint(style.lower(), "#495057", style.lower())
+        return Paint(style.lower(), "#495057", "")  # a scale says its value in a title
     return None
 
 
@@ -69,12 +70,31 @@ class Ghost:
 
 
 @dataclass(frozen=True)
+class Scale:
+    """What the colour bar shows: series name, end values as text, colours low → high."""
+
+    title: str
+    low: str
+    high: str
+    colors: tuple[str, ...]
+    log: bool = False
+    note: str = ""  # e.g. "12 nodes without a value"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "low": self.low, "high": self.high,
+                "colors": list(self.colors), "log": self.log, "note": self.note}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Overlay:
     """Fills per node name (palette word or ``#rrggbb``), ghosts, hover lines, legend.
 
     ``counted``: the style words that count as changes on collapsed scopes and cluster
     headings (``"N changes"``; ghosts count as ``"removed"``). ``legend``: draw a legend
     of the words used (or ``legend_entries`` when given, e.g. a colour scale's stops).
+    ``scope_styles`` / ``scope_titles``: fill and one label (and hover) line per
+    collapsed scope, by path (a numeric scale's sums). ``scale``: a numeric scale's
+    colour bar, drawn by the graph view beside the drawing (it survives recolouring).
     """
 
     styles: Mapping[str, str] = field(default_factory=dict)
@@ -84,6 +104,9 @@ class Overlay:
     legend: bool = True
     legend_title: str = ""
     legend_entries: tuple[tuple[str, str], ...] = ()  # (style, text)
+    scope_styles: Mapping[str, str] = field(default_factory=dict)  # scope path → fill
+    scope_titles: Mapping[str, str] = field(default_factory=dict)  # scope path → label line
+    scale: Scale | None = None  # a numeric scale: drawn by the graph view as a colour bar
 
     def counts(self, style: str) -> bool:
         return style in self.counted
@@ -122,4 +145,13 @@ def status_overlay(
     )
 
 
-__all__ = ["CHANGE_WORDS", "PALETTE", "Ghost", "Overlay", "Paint", "paint_for", "status_overlay"]
+__all__ = [
+    "CHANGE_WORDS",
+    "PALETTE",
+    "Ghost",
+    "Overlay",
+    "Paint",
+    "Scale",
+    "paint_for",
+    "status_overlay",
+]

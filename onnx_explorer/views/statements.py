@@ -57,10 +57,10 @@ def node(
         attrs = [f'id="{nid}"', f"label={body_cells_label(lines, bodies)}", 'margin="0.06,0.03"']
     else:
         attrs = [f'id="{nid}"', f"label={dot_label(list(lines))}"]
-    fill = _FUNCTION_COLOUR if calls_function else _OP_COLOURS.get(op_type)
+    fill: str | None = op_fill(op_type, calls_function)
     if paint is not None:
         fill = paint.fill
-    if fill:
+    if fill != NODE_FILL or paint is not None:
         attrs.append(f'fillcolor="{fill}"')
     if paint is not None:
         attrs.append(f'color="{paint.border}" penwidth=1.6')
@@ -69,6 +69,20 @@ def node(
     if highlight:
         attrs.append('penwidth=2.5 color="#e8590c"')
     return f"{nid} [{' '.join(attrs)}]"
+
+
+#: The fill of a box whose op has no colour of its own (HEADER's default).
+NODE_FILL = "#ffffff"
+
+
+def op_fill(op_type: str, calls_function: bool = False) -> str:
+    """An operator box's own fill (what an overlay's recolouring restores)."""
+    return _FUNCTION_COLOUR if calls_function else _OP_COLOURS.get(op_type, NODE_FILL)
+
+
+def scope_fill(synthetic: bool) -> str:
+    """A collapsed scope's own fill."""
+    return _GROUP_COLOUR if synthetic else _SCOPE_COLOUR
 
 
 def body_cells_label(lines: Sequence[str], bodies: Sequence[tuple[str, str]]) -> str:
@@ -94,10 +108,13 @@ def body_cells_label(lines: Sequence[str], bodies: Sequence[tuple[str, str]]) ->
     )
 
 
-def scope_box(sid: str, lines: Sequence[str], synthetic: bool, changes: int = 0) -> str:
+def scope_box(
+    sid: str, lines: Sequence[str], synthetic: bool, changes: int = 0, fill: str | None = None
+) -> str:
     """A collapsed scope (or synthetic group) drawn as one 3-D box; ``changes``: how many
-    overlay changes it holds (its border turns amber, like a changed node's)."""
-    fill = _GROUP_COLOUR if synthetic else _SCOPE_COLOUR
+    overlay changes it holds (its border turns amber, like a changed node's); ``fill``: an
+    overlay's fill instead of its own."""
+    fill = fill or scope_fill(synthetic)
     border = f' color="{CHANGES_BORDER}" penwidth=2' if changes else ""
     return (
         f'{sid} [id="{sid}" shape=box3d style=filled fillcolor="{fill}"{border} '

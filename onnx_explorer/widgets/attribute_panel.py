@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -11,6 +11,7 @@ import ipywidgets as widgets
 from ..model import Graph, Model, Node
 from ..tensors import Tensor
 from ..views.quoting import as_text
+from ..views.scale_overlay import value_text as overlay_value_text
 from ..views.shapes import ValueTypes, value_types
 from ..views.text import attribute_text, shorten, tensor_text, value_text
 from . import html as h
@@ -64,12 +65,20 @@ class AttributePanel(widgets.VBox):
         self.on_open_graph = on_open_graph
         self.on_show_tensor = on_show_tensor
         self.node: Node | None = None
+        self.graph: Graph | None = None
+        self.values: Mapping[str, float | None] | None = None  # an overlay's, by node name
+        self.values_name = ""
         super().__init__(layout=widgets.Layout(width="100%"), **kwargs)
         self.add_class("oxe-attributes")
         self.show(None, None)
 
+    def set_values(self, values: Mapping[str, float | None] | None, name: str = "") -> None:
+        """Show each node's overlay value (MACs, ms…) in its header; None: no value row."""
+        self.values, self.values_name = values, name
+        self.show(self.node, self.graph)
+
     def show(self, node: Node | None, graph: Graph | None) -> None:
-        self.node = node
+        self.node, self.graph = node, graph
         if node is None or graph is None:
             self.children = [
                 widgets.HTML(h.STYLE + h.muted("Select a node in the graph or the list."))
@@ -96,6 +105,9 @@ class AttributePanel(widgets.VBox):
         rows = [("name", node.name), ("op", node.op_type), ("domain", node.domain or "ai.onnx")]
         if node.device:
             rows.append(("device", node.device))
+        if self.values is not None:
+            value = self.values.get(node.name)
+            rows.append((self.values_name, overlay_value_text(value, self.values_name)))
         if not node.has_file_name:
             rows.append(("note", "the file gives this node no name; this one is made up"))
         return h.title(node.op_type) + h.table(rows)

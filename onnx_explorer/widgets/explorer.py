@@ -7,8 +7,10 @@ current graph and the selected node) and tells every panel when it changes.
 from __future__ import annotations
 
 import os
+import weakref
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import numpy as np
@@ -18,7 +20,9 @@ from ..model import Graph, Model, Node
 from ..readers import load
 from ..readers.inference_child import warm_up
 from ..tensors import Tensor
+from ..views.overlay import Overlay
 from ..views.quoting import as_text
+from ..views.scale_overlay import REDUCES, Reduce, checked_values, scale_overlay
 from . import html as h
 from .attribute_panel import AttributePanel
 from .model_panel import ModelPanel
@@ -26,7 +30,15 @@ from .node_list import NodeList
 from .static import static_html, with_static_fallback
 from .tensor_panel import TensorPanel
 
+if TYPE_CHECKING:
+    from ..metrics import Metrics, Profile
+
 TAB_NODES, TAB_TENSORS, TAB_MODEL = 0, 1, 2
+#: The per-node series :func:`onnx_explorer.metrics` computes, offered in the dropdown.
+BUILT_IN_SERIES = ("macs", "params", "activation_bytes", "param_bytes")
+_CUSTOM = "(custom)"
+#: Names of unmatched profile entries listed in the note at most.
+UNMATCHED_LISTED = 12
 #: Seconds a display waits for the first drawing, so its static copy has one.
 STATIC_DRAWING_WAIT = 5.0
 
@@ -36,6 +48,8 @@ class Explorer(widgets.VBox):
 
     ``selected_name`` (a trait) is the selected node's name in the current graph;
     ``graph_path`` the path of the graph shown (``"/"`` for the main graph).
+    :meth:`overlay` colours the nodes by a number (MACs, parameters, bytes, any mapping
+    node name → number); :meth:`overlay_profile` by an onnxruntime profile's latencies.
     """
 
     selected_name = traitlets.Unicode(None, allow_none=True)
@@ -57,9 +71,19 @@ class Explorer(widgets.VBox):
         self.tensor_panel = TensorPanel(graph, layout_note=self._layout_note, listed=False)
         self.model_panel = ModelPanel(model, on_open_graph=self.show_graph)
         self.breadcrumb = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
+        self.overlay_picker = widgets.Dropdown(
+            options=_picker_options(), value="", description="colour by",
+            layout=widgets.Layout(width="auto"),
+        )  # fmt: skip
+        self.overlay_log = widgets.Checkbox(
+            value=False, description="log scale", indent=False, layout=widgets.Layout(width="auto")
+        )
+        self.overlay_note = widgets.HTML()
+        overlay_bar = widgets.HBox([self.overlay_picker, self.overlay_log])
+        overlay_bar.add_class("oxe-overlay-bar")
         self.tabs = widgets.Tab(
-            [widgets.VBox([self.node_list, self.attribute_panel]), self.tensor_panel,
-             self.model_panel],
+            [widgets.VBox([overlay_bar, self.overlay_note, self.node_list, self.attribute_panel]),
+             self.tensor_panel, self.model_panel],
         )  # fmt: skip
         for i, title in enumerate(("nodes", "tensors", "model")):
             self.tabs.set_title(i, title)
@@ -79,6 +103,11 @@ class Explorer(widgets.VBox):
         self.node_list.observe(self._on_list_selected, "selected")
         self.node_list.observe(self._on_search, "revision")
         self.tabs.observe(self._on_tab, "selected_index")
+        self._metrics: dict[tuple[tuple[str, int], ...], Metrics] = {}
+        self._overlay_args: tuple[dict[str, float | None], str, bool, Reduce] | None = None
+        self._picking_overlay = False  # the dropdown follows a call: not a user's pick
+        self.overlay_picker.observe(self._on_overlay_picked, "value")
+        self.overlay_log.observe(self._on_overlay_log, "value")
         self._update_breadcrumb()
 
     # -- the Python side of the two-way link ---------------------------------------
@@ -131,6 +160,141 @@ class Explorer(widgets.VBox):
         self.attribute_panel.show(None, None)
         self.model_panel.follow(path)  # the graph selector shows the graph that is drawn
         self._update_breadcrumb()
+
+    # -- colouring nodes by a number -------------------------------------------------
+    def overlay(
+        self,
+        series_or_values: str | Mapping[str, Any] | Any = None,
+        *,
+        name: str | None = None,
+        log: bool = False,
+        reduce: Reduce = "sum",
+        dims: Mapping[str, int] | None = None,
+    ) -> None:
+        """Colour the nodes by a number; ``None`` takes the colours away.
+
+        ``series_or_values``: ``"macs"``, ``"params"``, ``"activation_bytes"`` or
+        ``"param_bytes"`` (computed once per model by :func:`onnx_explorer.metrics`, with
+        ``dims`` binding symbolic dimensions), or any mapping node name → number (a dict,
+        a pandas Series) with ``name`` for the legend. ``log``: a log scale (zeros drawn
+        plain). Collapsed scopes show the ``reduce`` (``"sum"`` or ``"max"``) of their
+        nodes. The drawing is repainted without a new layout; the node list shows the
+        values (and sorts by them), the attribute panel the selected node's.
+        A value that is not a number raises ValueError naming its node.
+        """
+        if reduce not in REDUCES:
+            raise ValueError(f"reduce must be 'sum' or 'max', not {reduce!r}")
+        if series_or_values is None:
+            self._overlay_args = None
+            self._paint(None)
+            return
+        if isinstance(series_or_values, str):
+            values = self._series(series_or_values, dims)
+            label = name or series_or_values
+        else:
+            values = checked_values(series_or_values)
+            label = name or "value"
+        self._overlay_args = (values, label, bool(log), reduce)
+        self._paint(self._overlay_args)
+        picked = series_or_values if isinstance(series_or_values, str) and not name else _CUSTOM
+        self._follow_picker(picked, bool(log))
+
+    def overlay_profile(
+        self, path: str | os.PathLike[str], *, log: bool = False, reduce: Reduce = "sum"
+    ) -> Profile:
+        """Colour the nodes by an onnxruntime profile's mean latency (ms per run).
+
+        Reads the JSON ``SessionOptions.enable_profiling`` writes
+        (:func:`onnx_explorer.read_ort_profile`); the note under the dropdown says how many
+        timed names are nodes of this model and lists those onnxruntime made by fusing
+        or inserting nodes. Returns the profile.
+        """
+        from ..metrics import read_ort_profile
+
+        profile = read_ort_profile(path, self.model)
+        self.overlay(profile.series(), name="latency ms", log=log, reduce=reduce)
+        timed = len(profile.latency_ms)
+        text = (
+            f"profile {Path(path).name}: {len(profile.matched):,} of {timed:,} timed nodes "
+            f"match this model's nodes; {len(profile.missing):,} model nodes have no time"
+        )
+        unmatched = profile.unmatched
+        if unmatched:
+            listed = ", ".join(unmatched[:UNMATCHED_LISTED])
+            more = (
+                f" … and {len(unmatched) - UNMATCHED_LISTED:,} more"
+                if len(unmatched) > UNMATCHED_LISTED
+                else ""
+            )
+            text += f". Renamed by onnxruntime (fused or inserted), not shown: {listed}{more}"
+        self.overlay_note.value = h.STYLE + h.muted(text)
+        return profile
+
+    def metrics(self, dims: Mapping[str, int] | None = None) -> Metrics:
+        """This model's :func:`onnx_explorer.metrics` (computed once per ``dims``)."""
+        from ..metrics import metrics
+
+        key = tuple(sorted((dims or {}).items()))
+        if key not in self._metrics:
+            self._metrics[key] = metrics(self.model, dims=dims)
+        return self._metrics[key]
+
+    def _series(self, series: str, dims: Mapping[str, int] | None) -> dict[str, float | None]:
+        if series not in BUILT_IN_SERIES:
+            raise ValueError(
+                f"no series {series!r}: choose one of {', '.join(BUILT_IN_SERIES)}, "
+                "or pass a mapping node name → number"
+            )
+        return checked_values(self.metrics(dims).series(series))
+
+    def _paint(self, args: tuple[dict[str, float | None], str, bool, Reduce] | None) -> None:
+        """Hand the overlay to the drawing (one per graph shown), the list and the panel."""
+        self.overlay_note.value = ""
+        if args is None:
+            self.graph_view.set_overlay(None)
+            self.node_list.set_values(None)
+            self.attribute_panel.set_values(None)
+            self._follow_picker("", self.overlay_log.value)
+            return
+        values, label, log, reduce = args
+        made: weakref.WeakKeyDictionary[Graph, Overlay] = weakref.WeakKeyDictionary()
+
+        def overlay_for(graph: Graph) -> Overlay:
+            if graph not in made:
+                made[graph] = scale_overlay(values, graph, name=label, log=log, reduce=reduce)
+            return made[graph]
+
+        self.graph_view.set_overlay(overlay_for)
+        self.node_list.set_values(values, label)
+        self.attribute_panel.set_values(values, label)
+
+    def _follow_picker(self, value: str, log: bool) -> None:
+        self._picking_overlay = True
+        try:
+            options = _picker_options()
+            if value == _CUSTOM:
+                label = self._overlay_args[1] if self._overlay_args else "custom"
+                options.append((as_text(label)[:40], _CUSTOM))
+            self.overlay_picker.options = options
+            self.overlay_picker.value = value
+            self.overlay_log.value = log
+        finally:
+            self._picking_overlay = False
+
+    def _on_overlay_picked(self, change: Any) -> None:
+        if self._picking_overlay or change["new"] == _CUSTOM:
+            return
+        try:
+            self.overlay(change["new"] or None, log=self.overlay_log.value)
+        except Exception as exc:  # a dropdown pick must not raise into the front end
+            self.overlay_note.value = h.STYLE + h.muted(f"cannot colour by {change['new']}: {exc}")
+
+    def _on_overlay_log(self, change: Any) -> None:
+        if self._picking_overlay or self._overlay_args is None:
+            return
+        values, label, _log, reduce = self._overlay_args
+        self._overlay_args = (values, label, bool(change["new"]), reduce)
+        self._paint(self._overlay_args)
 
     def save(self, path: str | os.PathLike[str], timeout: float = 60.0) -> Path:
         """Save the graph view shown now as ``.svg``, ``.png`` or ``.dot`` (by the suffix)."""
@@ -246,6 +410,10 @@ class Explorer(widgets.VBox):
         # the kernel has it, the static copy when a saved notebook is reopened.
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         return with_static_fallback(bundle, self.static_html())
+
+
+def _picker_options() -> list[tuple[str, str]]:
+    return [("none", ""), *((series, series) for series in BUILT_IN_SERIES)]
 
 
 def explore(

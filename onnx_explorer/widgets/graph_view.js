@@ -104,7 +104,8 @@ function render({ model, el }) {
       model.send({ event: "cancel" }),
     ),
   );
-  viewport.append(stage, ring, minimap, busy);
+  const legend = element("div", "oxe-graph-legend"); // a numeric overlay's colour bar
+  viewport.append(stage, ring, minimap, busy, legend);
   const notes = element("div", "oxe-graph-notes");
   const error = element("div", "oxe-graph-error");
   const status = element("div", "oxe-graph-status");
@@ -386,6 +387,21 @@ function render({ model, el }) {
     busyTimer = setInterval(tick, 200);
   };
 
+  // -- the colour bar of a numeric overlay (Python sends only #rrggbb stops and text) --
+  const showLegend = () => {
+    const scale = model.get("legend") || {};
+    const colors = (scale.colors || []).filter((c) => /^#[0-9a-fA-F]{6}$/.test(c));
+    legend.replaceChildren();
+    legend.style.display = colors.length ? "block" : "none";
+    if (!colors.length) return;
+    const bar = element("div", "oxe-graph-legend-bar");
+    bar.style.background = `linear-gradient(to right, ${colors.join(", ")})`;
+    const ends = element("div", "oxe-graph-legend-ends");
+    ends.append(element("span", "", String(scale.low || "")), element("span", "", String(scale.high || "")));
+    legend.append(element("div", "oxe-graph-legend-title", String(scale.title || "")), bar, ends);
+    if (scale.note) legend.append(element("div", "oxe-graph-legend-note", String(scale.note)));
+  };
+
   // -- a new drawing ---------------------------------------------------------------------
   const loadSvg = () => {
     const path = model.get("graph_path");
@@ -615,6 +631,7 @@ function render({ model, el }) {
     ["change:matches", showMatches],
     ["change:match_total", showMatches],
     ["change:notes", showNotes],
+    ["change:legend", showLegend],
     ["change:error", showNotes],
     ["change:control_hidden", showNotes],
     ["change:control_edges", showNotes],
@@ -624,6 +641,7 @@ function render({ model, el }) {
   ];
   for (const [name, callback] of listeners) model.on(name, callback);
   showNotes();
+  showLegend();
   showBusy();
   showMatches();
   // Any element of the whole explorer that takes focus (node list, search box, buttons)

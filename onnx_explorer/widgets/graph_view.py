@@ -13,6 +13,7 @@ is being laid out, and the browser's Cancel button stops it.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import weakref
@@ -29,6 +30,7 @@ from ..views.dot import DEFAULT_HOPS, DEFAULT_MAX_NODES, DotResult
 from ..views.index import graph_index
 from ..views.layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
 from ..views.overlay import Overlay
+from ..views.recolour import recolour_svg
 from ..views.scopes import Scope, scope_tree
 
 _HERE = Path(__file__).resolve().parent
@@ -77,6 +79,7 @@ class GraphView(anywidget.AnyWidget):
     control_hidden = traitlets.Int(0).tag(sync=True)  # control edges left out of the drawing
     matches = traitlets.List(traitlets.Unicode()).tag(sync=True)  # drawn ids of search hits
     match_total = traitlets.Int(0).tag(sync=True)  # search hits in the graph, drawn or not
+    legend = traitlets.Dict().tag(sync=True)  # a numeric overlay's colour bar ({}: none)
     budget = traitlets.Float(DEFAULT_BUDGET)
     picked_ghost = traitlets.Unicode("")  # key of the ghost clicked last ("" otherwise)
 
@@ -89,6 +92,8 @@ class GraphView(anywidget.AnyWidget):
         self.result: DotResult | None = None
         self.drawing: Drawing | None = None
         self._drawn_graph: Graph | None = None  # the graph ``result``/``ids`` describe
+        self._laid_out: tuple[str, Overlay | None] | None = None  # (svg, overlay) from dot
+        self.layouts = 0  # layouts started (a recolour starts none)
         # One lock around every change of drawing state, from the main thread (clicks,
         # selection) or a layout thread (publishing): they never interleave.
         self._lock = threading.RLock()
@@ -171,9 +176,39 @@ class GraphView(anywidget.AnyWidget):
         self.render()
 
     def set_overlay(self, overlay: OverlaySource) -> None:
-        """Paint another overlay (None: none) and redraw."""
-        self._overlay = overlay
+        """Paint another overlay (None: none).
+
+        A drawing of the graph shown is repainted in place (fills and hover lines, no
+        layout); otherwise, or while a layout runs, the view is drawn again with it.
+        """
+        with self._lock:
+            self._overlay = overlay
+            if self._recolour():
+                return
         self.render()
+
+    def _recolour(self) -> bool:
+        """Repaint the current drawing with the current overlay; False when it cannot."""
+        drawing, result, laid_out = self.drawing, self.result, self._laid_out
+        if (
+            drawing is None
+            or result is None
+            or laid_out is None
+            or self._drawn_graph is not self.graph
+            or self.busy
+        ):
+            return False
+        base_svg, drawn_with = laid_out
+        overlay = self.overlay_for(self.graph)
+        svg = recolour_svg(base_svg, result, self.graph, drawn_with, overlay)
+        self.drawing = dataclasses.replace(drawing, svg=svg)
+        with self.hold_sync():
+            self.legend = _legend(overlay)
+            self.svg = svg
+            self.version += 1
+            self._update_highlight()
+            self._refresh_matches()
+        return True
 
     def overlay_for(self, graph: Graph) -> Overlay | None:
         """The overlay painted on ``graph``'s drawings."""
@@ -212,6 +247,7 @@ class GraphView(anywidget.AnyWidget):
             with self.hold_sync():
                 self.busy = "building the view"
                 self.busy_since = time.time() * 1000
+            self.layouts += 1
             worker = threading.Thread(
                 target=self._draw,
                 args=(generation, graph, model, request, cancellation, overlay),
@@ -265,17 +301,18 @@ class GraphView(anywidget.AnyWidget):
         except Exception as exc:  # the drawing must never take the rest of the explorer down
             self._publish_error(generation, f"cannot build the view: {type(exc).__name__}: {exc}")
             return
-        self._publish(generation, drawing)
+        self._publish(generation, drawing, overlay)
 
     def _current(self, generation: int) -> bool:
         return generation == self._generation
 
-    def _publish(self, generation: int, drawing: Drawing) -> None:
+    def _publish(self, generation: int, drawing: Drawing, overlay: Overlay | None = None) -> None:
         with self._lock:
             if not self._current(generation):
                 return  # superseded while dot ran: a newer drawing is on its way
             result = drawing.result
             self.result, self.drawing, self._drawn_graph = result, drawing, self.graph
+            self._laid_out = (drawing.svg, overlay)
             notes = list(result.notes)
             if drawing.simplified:
                 notes.insert(0, drawing.simplified)
@@ -284,6 +321,7 @@ class GraphView(anywidget.AnyWidget):
                 self.ids = {k: dict(v) for k, v in result.ids.items()}
                 self.notes = notes
                 self.control_hidden = result.control_hidden
+                self.legend = _legend(overlay)
                 self.svg = drawing.svg
                 self.version += 1
                 self.busy = ""
@@ -296,7 +334,9 @@ class GraphView(anywidget.AnyWidget):
                 return
             self.result = None
             self._drawn_graph = None
+            self._laid_out = None
             with self.hold_sync():
+                self.legend = {}
                 self.svg = ""
                 self.ids = {}
                 self.version += 1
@@ -479,6 +519,12 @@ class GraphView(anywidget.AnyWidget):
                     self.focus(name, self.hops)
             elif location is None and self.focus_node and self.focus_node != name:
                 self.focus(name, self.hops)  # outside the drawn neighbourhood: move it
+
+
+def _legend(overlay: Overlay | None) -> dict[str, Any]:
+    """The colour bar the browser draws for a numeric overlay ({}: none)."""
+    scale = overlay.scale if overlay is not None else None
+    return scale.to_dict() if scale is not None else {}
 
 
 def _scope_showing(graph: Graph, node: Node) -> Scope | None:

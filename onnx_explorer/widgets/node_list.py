@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import ipywidgets as widgets
@@ -9,6 +10,7 @@ import traitlets
 
 from ..model import Graph
 from ..views.quoting import as_text
+from ..views.scale_overlay import value_text
 from ..views.tables import NodeIndex, SearchError
 from .picking import QuietPicking
 
@@ -19,7 +21,8 @@ class NodeList(QuietPicking, widgets.VBox):
     """Search nodes by name, op type or regular expression; filter by op type and domain.
 
     Only one page of results is sent to the browser, so 100,000-node graphs stay fast.
-    ``selected`` holds the chosen node's name.
+    ``selected`` holds the chosen node's name. With overlay values (:meth:`set_values`)
+    each row shows its node's value and the list can sort by it, largest first.
     """
 
     selected = traitlets.Unicode(None, allow_none=True)
@@ -38,6 +41,10 @@ class NodeList(QuietPicking, widgets.VBox):
         self.domain_filter = widgets.Dropdown(
             description="domain", layout=widgets.Layout(width="auto")
         )
+        self.sort_box = widgets.Checkbox(
+            value=False, description="sort by value", indent=False, disabled=True,
+            layout=widgets.Layout(width="auto"),
+        )  # fmt: skip
         self.results = widgets.Select(rows=8, layout=widgets.Layout(width="100%"))
         self.status = widgets.Label()
         self.prev_button = widgets.Button(
@@ -49,7 +56,7 @@ class NodeList(QuietPicking, widgets.VBox):
         super().__init__(
             [
                 widgets.HBox([self.search_box, self.regex_box]),
-                widgets.HBox([self.op_filter, self.domain_filter]),
+                widgets.HBox([self.op_filter, self.domain_filter, self.sort_box]),
                 self.results,
                 widgets.HBox([self.prev_button, self.next_button, self.status]),
             ],
@@ -60,10 +67,13 @@ class NodeList(QuietPicking, widgets.VBox):
         self.results.add_class("oxe-node-results")
         self._matches: list[int] = []
         self._page = 0
+        self._values: Mapping[str, float | None] | None = None
+        self._value_name = ""
         self.search_box.observe(self._on_query, "value")
         self.regex_box.observe(self._on_query, "value")
         self.op_filter.observe(self._on_query, "value")
         self.domain_filter.observe(self._on_query, "value")
+        self.sort_box.observe(self._on_query, "value")
         self.results.observe(self._on_pick, "value")
         self.prev_button.on_click(lambda _: self.show_page(self._page - 1))
         self.next_button.on_click(lambda _: self.show_page(self._page + 1))
@@ -84,6 +94,18 @@ class NodeList(QuietPicking, widgets.VBox):
             self.domain_filter.value = ""
         self.refresh()
 
+    def set_values(self, values: Mapping[str, float | None] | None, name: str = "") -> None:
+        """Show a value per node (an overlay's: MACs, ms…) and offer to sort by it; None
+        takes them away."""
+        self._values = values
+        self._value_name = name
+        with self.quietly():
+            self.sort_box.disabled = values is None
+            self.sort_box.description = f"sort by {name}" if values is not None else "sort by value"
+            if values is None:
+                self.sort_box.value = False
+        self.refresh()
+
     @property
     def filtering(self) -> bool:
         """Whether a search text or a filter narrows the list (else it lists everything)."""
@@ -102,6 +124,11 @@ class NodeList(QuietPicking, widgets.VBox):
                 op_type=self.op_filter.value or None,
                 domain=self.domain_filter.value or None,
             )
+            values = self._values
+            if values is not None and self.sort_box.value:
+                nodes = self.index.graph.nodes
+                # Largest first; nodes without a value last, in file order (a stable sort).
+                self._matches.sort(key=lambda i: -_sort_value(values.get(nodes[i].name)))
         except SearchError as exc:
             self._matches = []
             self._page = 0
@@ -118,9 +145,8 @@ class NodeList(QuietPicking, widgets.VBox):
         start = self._page * self.page_size
         shown = self._matches[start : start + self.page_size]
         nodes = self.index.graph.nodes
-        self._set_options(
-            [(as_text(f"{nodes[i].name}   [{nodes[i].op_type}]"), nodes[i].name) for i in shown]
-        )
+        self._set_options([(self._row_text(nodes[i].name, nodes[i].op_type), nodes[i].name)
+                           for i in shown])  # fmt: skip
         total = len(self._matches)
         if total:
             self.status.value = f"{start + 1:,}–{start + len(shown):,} of {total:,} nodes"
@@ -130,6 +156,12 @@ class NodeList(QuietPicking, widgets.VBox):
         self.next_button.disabled = self._page >= pages - 1
 
     # -- internals ---------------------------------------------------------------
+    def _row_text(self, name: str, op_type: str) -> str:
+        text = f"{name}   [{op_type}]"
+        if self._values is not None:  # first: long names would push it out of sight
+            text = f"{value_text(self._values.get(name), self._value_name)}   {text}"
+        return as_text(text)
+
     def _page_of(self, name: str | None) -> int:
         if name is None or not self.index.graph.has_node(name):
             return 0
@@ -160,3 +192,7 @@ class NodeList(QuietPicking, widgets.VBox):
             self.show_page(page)
         else:
             self.show_picked(self.results, name)
+
+
+def _sort_value(value: float | None) -> float:
+    return -1.0 if value is None else value

@@ -1,0 +1,170 @@
+"""Colouring the graph by MACs in a real browser: fills change, a colour bar explains them.
+
+JupyterLab runs a notebook that opens a small transformer and calls
+``ex.overlay("macs")``; Debian's Chromium checks what a user sees: the heaviest MatMul
+filled with the top of the scale instead of its op colour, the colour bar with "macs"
+and its ends, the dropdown switching to "params" (fills change again, no new layout),
+and the same in the dark theme. Screenshots go to test-artifacts/browser-overlay/.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import ALL_CELLS_RAN, Steps, jupyter_server, run_all_cells, wait_for_kernel
+
+from onnx_explorer.views.scale_overlay import colour_at
+
+pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "test-artifacts" / "browser-overlay"
+TIMEOUT_MS = 60_000
+RUN_TIMEOUT_MS = 150_000
+HEAVIEST = "/lm_head/MatMul"  # 1×64 @ 64×500: the most MACs of the model
+MATMUL_OWN_FILL = "#dbe4ff"
+
+CELLS = [
+    """\
+import onnx_explorer as ox
+from onnx_explorer import samples
+ex = ox.explore(samples.tiny_transformer())
+ex""",
+    """\
+ex.graph_view.wait(60)
+layouts = ex.graph_view.layouts
+ex.overlay("macs")""",
+]
+
+FILL_OF = """([explorer, name]) => {
+  const g = [...explorer.querySelectorAll('.oxe-graph-stage g.oxe-kind-node')]
+    .find(g => g.querySelector('title').textContent.split('\\n')[0] === name);
+  if (!g) return null;
+  const shape = g.querySelector('path, polygon');
+  return shape ? shape.getAttribute('fill') : null;
+}"""
+
+
+def _write_notebook(path: Path) -> None:
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
+         "execution_count": None}
+        for source in CELLS
+    ]  # fmt: skip
+    notebook = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                    "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }  # fmt: skip
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+
+
+def _set_dark_theme(page: Any) -> None:
+    page.locator(".lm-MenuBar-item", has_text="Settings").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+    page.locator(".lm-Menu-itemLabel", has_text="JupyterLab Dark").first.click()
+    page.wait_for_function(
+        "() => document.body.dataset.jpThemeLight === 'false'", timeout=TIMEOUT_MS
+    )
+
+
+def _zoom_on(page: Any, explorer: Any, name: str) -> None:
+    """Select the node in the list, so the drawing centres it at a readable zoom."""
+    search = explorer.locator(".oxe-node-search input").first
+    search.fill(name)
+    options = explorer.locator(".oxe-node-results select")
+    option = options.locator("option").first
+    option.wait_for()
+    options.select_option(value=option.get_attribute("value"))
+    explorer.locator(".oxe-graph-stage g.oxe-selected").wait_for()
+    page.wait_for_timeout(600)
+
+
+def check_overlay(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
+    explorer = page.locator(".oxe-explorer").first
+    explorer.locator(".oxe-graph-stage g.oxe-kind-node").first.wait_for()
+    explorer.scroll_into_view_if_needed()
+    handle = explorer.element_handle()
+    top = colour_at(1.0)
+    page.wait_for_function(
+        f"([e, n]) => ({FILL_OF})([e, n]) === '{top}'", arg=[handle, HEAVIEST],
+        timeout=TIMEOUT_MS,
+    )  # fmt: skip
+    legend = explorer.locator(".oxe-graph-legend")
+    assert legend.is_visible()
+    figures["legend"] = legend.inner_text()
+    assert legend.locator(".oxe-graph-legend-title").inner_text() == "macs"
+    assert "32.0k" in figures["legend"]  # the largest node's MACs, in human units
+    bar = legend.locator(".oxe-graph-legend-bar").evaluate("e => e.style.background")
+    assert "linear-gradient" in bar
+    steps.shot("macs", explorer)
+    _zoom_on(page, explorer, HEAVIEST)
+    steps.shot("macs-zoomed", explorer)
+    fills = {"macs": page.evaluate(FILL_OF, [handle, HEAVIEST])}
+    assert fills["macs"] != MATMUL_OWN_FILL
+
+    # The dropdown picks another series: the fills change on the same drawing.
+    picker = explorer.locator(".oxe-overlay-bar select").first
+    picker.select_option(value="params")
+    page.wait_for_function(
+        "e => e.querySelector('.oxe-graph-legend-title').textContent === 'params'", arg=handle
+    )
+    page.wait_for_timeout(300)
+    fills["params"] = page.evaluate(FILL_OF, [handle, "/model/layers.0/self_attn/q_proj/MatMul"])
+    figures["fills"] = fills
+    assert fills["params"] not in (None, MATMUL_OWN_FILL)
+    steps.shot("params", explorer)
+
+    # Dark theme: the drawing and the colour bar are inverted alike, text stays readable.
+    picker.select_option(value="macs")
+    page.wait_for_function(
+        "e => e.querySelector('.oxe-graph-legend-title').textContent === 'macs'", arg=handle
+    )
+    _set_dark_theme(page)
+    page.wait_for_timeout(600)
+    assert "invert" in legend.locator(".oxe-graph-legend-bar").evaluate(
+        "e => getComputedStyle(e).filter"
+    )
+    assert page.evaluate(FILL_OF, [handle, HEAVIEST]) == top
+    steps.shot("macs-dark", explorer)
+
+
+def test_an_overlay_colours_the_nodes_and_shows_a_legend_in_jupyterlab(browser, tmp_path):
+    pytest.importorskip("onnx_explorer.metrics", reason="the analysis of issue 16")
+    root = tmp_path / "root"
+    root.mkdir()
+    _write_notebook(root / "overlay.ipynb")
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    with jupyter_server("lab", root, tmp_path / "home") as server:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.add_locator_handler(
+            page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True),
+            lambda button: button.click(),
+        )
+        console: list[str] = []
+        page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+        steps = Steps(page, ARTIFACTS)
+        figures: dict[str, Any] = {}
+        try:
+            page.goto(server.notebook_url("overlay.ipynb"))
+            page.wait_for_selector(".jp-Notebook .jp-CodeCell")
+            wait_for_kernel(server)
+            run_all_cells(page)
+            page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_TIMEOUT_MS)
+            check_overlay(page, steps, figures)
+        except Exception:
+            steps.shot("failure")
+            raise
+        finally:
+            (ARTIFACTS / "browser-console.log").write_text("\n".join(console), encoding="utf-8")
+            (ARTIFACTS / "figures.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
+            page.close()
+            (ARTIFACTS / "jupyter-lab.log").write_text(server.log_tail(200_000))
