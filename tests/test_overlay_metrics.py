@@ -181,6 +181,10 @@ def test_recolouring_rewrites_fills_and_titles_and_back_again():
     assert _fill_of(painted, result.ids, "name", names[2]) == overlay.styles[names[2]]
     assert _fill_of(painted, result.ids, "name", names[1]) == WHITE
     assert "macs: 9</title>" in painted
+    # Graph inputs lose their green as when laid out with the overlay (green reads as a value)
+    value_fill = re.compile(r'<g id="i\d+" class="node">.*?<ellipse fill="([^"]*)"', re.S)
+    assert value_fill.search(svg).group(1) == "#d3f9d8"
+    assert value_fill.search(painted).group(1) == WHITE
     back = recolour_svg(svg, result, model.graph, overlay, None)
     assert back == svg  # restoring from the drawing it was laid out as
     # From a drawing laid out with the overlay, back to the ops' own colours.

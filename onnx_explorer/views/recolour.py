@@ -26,6 +26,11 @@ _BOX = re.compile(
     r'fill=")([^"]*)(")',
     re.S,
 )
+#: A graph input or output: white inside under an overlay, as dot.py draws it there.
+_VALUE_BOX = re.compile(
+    r'(<g id="([io])\d+" class="node">\s*<title>.*?</title>\s*<ellipse fill=")([^"]*)(")', re.S
+)
+_VALUE_FILL = {"i": "#d3f9d8", "o": "#ffe8cc"}  # statements.value_box without an overlay
 #: An open scope: its hover title holds the total too (its fill stays).
 _CLUSTER = re.compile(r'(<g id="(c\d+)" class="cluster">\s*<title>)(.*?)(</title>)', re.S)
 
@@ -77,7 +82,12 @@ def recolour_svg(
         title = retitle(box, entry, key, match.group(3))
         return match.group(1) + title + match.group(4) + fill + match.group(6)
 
-    return _CLUSTER.sub(replace_cluster, _BOX.sub(replace, svg))
+    def replace_value(match: re.Match[str]) -> str:
+        fill = "#ffffff" if overlay is not None else _VALUE_FILL[match.group(2)]
+        return match.group(1) + fill + match.group(4)
+
+    svg = _VALUE_BOX.sub(replace_value, _BOX.sub(replace, svg))
+    return _CLUSTER.sub(replace_cluster, svg)
 
 
 def _key_and_fill(entry: Mapping[str, Any], graph: Graph) -> tuple[str | None, str]:
