@@ -73,13 +73,15 @@ class Explorer(widgets.VBox):
         self.breadcrumb = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
         self.overlay_picker = widgets.Dropdown(
             options=_picker_options(), value="", description="colour by",
-            layout=widgets.Layout(width="auto"),
+            style={"description_width": "initial"}, layout=widgets.Layout(width="auto"),
         )  # fmt: skip
         self.overlay_log = widgets.Checkbox(
             value=False, description="log scale", indent=False, layout=widgets.Layout(width="auto")
         )
         self.overlay_note = widgets.HTML()
-        overlay_bar = widgets.HBox([self.overlay_picker, self.overlay_log])
+        overlay_bar = widgets.HBox(
+            [self.overlay_picker, self.overlay_log], layout=widgets.Layout(flex_flow="row wrap")
+        )
         overlay_bar.add_class("oxe-overlay-bar")
         self.tabs = widgets.Tab(
             [widgets.VBox([overlay_bar, self.overlay_note, self.node_list, self.attribute_panel]),

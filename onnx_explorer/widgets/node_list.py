@@ -37,9 +37,14 @@ class NodeList(QuietPicking, widgets.VBox):
         self.regex_box = widgets.Checkbox(
             value=False, description="regex", indent=False, layout=widgets.Layout(width="70px")
         )
-        self.op_filter = widgets.Dropdown(description="op", layout=widgets.Layout(width="auto"))
+        # Labels as wide as their text, and the row wraps: the side panel is narrow, and a
+        # fixed 90 px label per dropdown pushed the domain filter out of sight.
+        compact = {"description_width": "initial"}
+        self.op_filter = widgets.Dropdown(
+            description="op", style=compact, layout=widgets.Layout(width="auto")
+        )
         self.domain_filter = widgets.Dropdown(
-            description="domain", layout=widgets.Layout(width="auto")
+            description="domain", style=compact, layout=widgets.Layout(width="auto")
         )
         self.sort_box = widgets.Checkbox(
             value=False, description="sort by value", indent=False, disabled=True,
@@ -56,7 +61,10 @@ class NodeList(QuietPicking, widgets.VBox):
         super().__init__(
             [
                 widgets.HBox([self.search_box, self.regex_box]),
-                widgets.HBox([self.op_filter, self.domain_filter, self.sort_box]),
+                widgets.HBox(
+                    [self.op_filter, self.domain_filter, self.sort_box],
+                    layout=widgets.Layout(flex_flow="row wrap"),
+                ),
                 self.results,
                 widgets.HBox([self.prev_button, self.next_button, self.status]),
             ],
