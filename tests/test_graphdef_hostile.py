@@ -289,3 +289,11 @@ def test_a_histogram_of_integers_past_2_53_has_a_range() -> None:
     tensor = ox.load(text.encode()).graph.initializers["c"]
     histogram = tensor.histogram(bins=10)
     assert histogram.total == 2 and histogram.edges[0] < histogram.edges[-1]
+
+
+def test_a_text_number_out_of_its_fields_range_is_a_format_error(tmp_path: Path) -> None:
+    text = (
+        'node { name: "c" op: "Const" attr { key: "dtype" value { type: ' + "1" * 400 + " } } }"
+    )  # an enum given as a number: protobuf's setattr raises a bare ValueError
+    with pytest.raises(ox.ModelFormatError, match="not a valid text-format GraphDef"):
+        ox.load(_write(tmp_path, "big.pbtxt", text))

@@ -70,8 +70,10 @@ def parse_text(data: bytes, what: str) -> Any:
     try:
         # Unknown fields (newer TensorFlow, debug_info) are skipped, not fatal.
         text_format.Parse(text, proto, allow_unknown_field=True, max_recursion_depth=MAX_TEXT_DEPTH)
-    except text_format.ParseError as exc:
-        raise ModelFormatError(f"{what} is not a valid text-format GraphDef: {exc}") from None
+    except (text_format.ParseError, ValueError, TypeError) as exc:
+        # protobuf's own setattr raises ValueError for a number out of its field's range
+        message = str(exc) if len(str(exc)) <= 300 else str(exc)[:300] + "…"
+        raise ModelFormatError(f"{what} is not a valid text-format GraphDef: {message}") from None
     except RecursionError:
         raise ModelFormatError(f"{what}: messages are nested too deeply") from None
     return _check_nonempty(proto, what)
