@@ -8,6 +8,7 @@ Used by the README's quick start, the tutorials and the tests::
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -370,7 +371,9 @@ def crc32c_mask(crc: int) -> int:
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def sstable(items: list[tuple[bytes, bytes]], block_size: int = 4096, restart_interval: int = 16) -> bytes:
+def sstable(
+    items: list[tuple[bytes, bytes]], block_size: int = 4096, restart_interval: int = 16
+) -> bytes:
     """An SSTable in LevelDB's table format (as TensorFlow's bundle index), uncompressed.
 
     ``items`` must be sorted by key. Keys are prefix-compressed, with a restart point
@@ -459,7 +462,7 @@ def write_tensor_bundle(
         else:
             data = np.ascontiguousarray(array).tobytes()
             code = _TF_TYPES[array.dtype.name]
-        entry = {
+        entry: dict[str, Any] = {
             "dtype": code, "shape": tuple(array.shape), "shard_id": shard,
             "offset": len(shards[shard]), "size": len(data),
             "crc32c": crc32c_mask(checksum(data)),
@@ -474,9 +477,9 @@ def write_tensor_bundle(
         items.append((key.encode(), encoded))
     index = prefix.with_name(prefix.name + ".index")
     index.write_bytes(sstable(items))
-    for shard, data in enumerate(shards):
+    for shard, written in enumerate(shards):
         name = f"{prefix.name}.data-{shard:05d}-of-{num_shards:05d}"
-        prefix.with_name(name).write_bytes(bytes(data))
+        prefix.with_name(name).write_bytes(bytes(written))
     return index
 
 
@@ -511,7 +514,7 @@ def dense_saved_model_weights(
     """Checkpoint keys → values of :func:`write_dense_saved_model`'s Keras-style MLP."""
     rng = np.random.default_rng(seed)
     weights: dict[str, np.ndarray] = {}
-    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+    for i, (a, b) in enumerate(itertools.pairwise(widths)):
         base = f"layer_with_weights-{i}"
         kernel = rng.standard_normal((a, b), dtype=np.float32) * np.float32(0.3)
         weights[f"{base}/kernel/.ATTRIBUTES/VARIABLE_VALUE"] = kernel
@@ -519,7 +522,9 @@ def dense_saved_model_weights(
             -0.1, 0.1, b, dtype=np.float32
         )
     weights["save_counter/.ATTRIBUTES/VARIABLE_VALUE"] = np.array(1, np.int64)
-    weights["_CHECKPOINTABLE_OBJECT_GRAPH"] = np.array([b"(object graph)"], dtype=object).reshape(())
+    weights["_CHECKPOINTABLE_OBJECT_GRAPH"] = np.array([b"(object graph)"], dtype=object).reshape(
+        ()
+    )
     return weights
 
 
@@ -549,13 +554,28 @@ def write_dense_saved_model(
     func = "__inference_serving_default_42"
     f32 = _TF_TYPES["float32"]
     # The main graph: input, variable handles, one call.
-    nodes = [_node("serving_default_x", "Placeholder", dtype=("type", f32), shape=("shape", (-1, widths[0])))]
+    nodes = [
+        _node(
+            "serving_default_x",
+            "Placeholder",
+            dtype=("type", f32),
+            shape=("shape", (-1, widths[0])),
+        )
+    ]
     handles: list[str] = []
     for i in range(layers):
         for part, shape in (("kernel", (widths[i], widths[i + 1])), ("bias", (widths[i + 1],))):
             name = f"{_dense_names(i)}/{part}"
             handles.append(name)
-            nodes.append(_node(name, "VarHandleOp", dtype=("type", f32), shape=("shape", shape), shared_name=("s", name)))
+            nodes.append(
+                _node(
+                    name,
+                    "VarHandleOp",
+                    dtype=("type", f32),
+                    shape=("shape", shape),
+                    shared_name=("s", name),
+                )
+            )
     nodes.append(
         _node(
             "StatefulPartitionedCall", "StatefulPartitionedCall", ["serving_default_x", *handles],
@@ -569,30 +589,66 @@ def write_dense_saved_model(
     current = "x"
     for i in range(layers):
         scope = _dense_names(i)
-        k_arg, b_arg = f"{scope}_matmul_readvariableop_resource", f"{scope}_biasadd_readvariableop_resource"
+        k_arg, b_arg = (
+            f"{scope}_matmul_readvariableop_resource",
+            f"{scope}_biasadd_readvariableop_resource",
+        )
         args += [_pb_bytes(2, _pb_bytes(1, a) + _pb_int(3, _TF_RESOURCE)) for a in (k_arg, b_arg)]
-        body.append(_node(f"{scope}/MatMul/ReadVariableOp", "ReadVariableOp", [k_arg], dtype=("type", f32)))
-        body.append(_node(f"{scope}/MatMul", "MatMul", [current, f"{scope}/MatMul/ReadVariableOp:value:0"], T=("type", f32)))
-        body.append(_node(f"{scope}/BiasAdd/ReadVariableOp", "ReadVariableOp", [b_arg], dtype=("type", f32)))
-        body.append(_node(f"{scope}/BiasAdd", "BiasAdd", [f"{scope}/MatMul:product:0", f"{scope}/BiasAdd/ReadVariableOp:value:0"], T=("type", f32)))
+        body.append(
+            _node(f"{scope}/MatMul/ReadVariableOp", "ReadVariableOp", [k_arg], dtype=("type", f32))
+        )
+        body.append(
+            _node(
+                f"{scope}/MatMul",
+                "MatMul",
+                [current, f"{scope}/MatMul/ReadVariableOp:value:0"],
+                T=("type", f32),
+            )
+        )
+        body.append(
+            _node(f"{scope}/BiasAdd/ReadVariableOp", "ReadVariableOp", [b_arg], dtype=("type", f32))
+        )
+        body.append(
+            _node(
+                f"{scope}/BiasAdd",
+                "BiasAdd",
+                [f"{scope}/MatMul:product:0", f"{scope}/BiasAdd/ReadVariableOp:value:0"],
+                T=("type", f32),
+            )
+        )
         current = f"{scope}/BiasAdd:output:0"
         if i < layers - 1:
             body.append(_node(f"{scope}/Relu", "Relu", [current], T=("type", f32)))
             current = f"{scope}/Relu:activations:0"
-    signature = _pb_bytes(1, func) + b"".join(args) + _pb_bytes(3, _pb_bytes(1, "output_0") + _pb_int(3, f32))
+    signature = (
+        _pb_bytes(1, func)
+        + b"".join(args)
+        + _pb_bytes(3, _pb_bytes(1, "output_0") + _pb_int(3, f32))
+    )
     function = _pb_bytes(1, signature) + b"".join(_pb_bytes(3, n) for n in body)
     function += _pb_map(4, {"output_0": current})
     graph = b"".join(_pb_bytes(1, n) for n in nodes)
     graph += _pb_bytes(2, _pb_bytes(1, function)) + _pb_bytes(4, _pb_int(1, 1882))
     # The signature and the object graph (root → layer_with_weights-N → kernel/bias).
-    x_info = _pb_bytes(1, "serving_default_x:0") + _pb_int(2, f32) + _pb_bytes(3, _tf_shape((-1, widths[0])))
-    y_info = _pb_bytes(1, "StatefulPartitionedCall:0") + _pb_int(2, f32) + _pb_bytes(3, _tf_shape((-1, widths[-1])))
+    x_info = (
+        _pb_bytes(1, "serving_default_x:0")
+        + _pb_int(2, f32)
+        + _pb_bytes(3, _tf_shape((-1, widths[0])))
+    )
+    y_info = (
+        _pb_bytes(1, "StatefulPartitionedCall:0")
+        + _pb_int(2, f32)
+        + _pb_bytes(3, _tf_shape((-1, widths[-1])))
+    )
     sig = _pb_map(1, {"x": x_info}) + _pb_map(2, {"output_0": y_info})
     sig += _pb_bytes(3, "tensorflow/serving/predict")
     objects: list[bytes] = []
     root_children = [(f"layer_with_weights-{i}", 1 + 3 * i) for i in range(layers)]
     root_children.append(("save_counter", 1 + 3 * layers))
-    objects.append(b"".join(_pb_bytes(1, _pb_int(1, n) + _pb_bytes(2, k)) for k, n in root_children) + _pb_bytes(4, _pb_bytes(1, "_generic_user_object")))
+    objects.append(
+        b"".join(_pb_bytes(1, _pb_int(1, n) + _pb_bytes(2, k)) for k, n in root_children)
+        + _pb_bytes(4, _pb_bytes(1, "_generic_user_object"))
+    )
     for i in range(layers):
         node = 1 + 3 * i
         children = _pb_bytes(1, _pb_int(1, node + 1) + _pb_bytes(2, "kernel"))
@@ -608,11 +664,15 @@ def write_dense_saved_model(
     serve += _pb_bytes(7, object_graph)
     saved = _pb_int(1, 1)
     if extra_meta_graph:
-        train_graph = _pb_bytes(1, _node("step", "VarHandleOp", dtype=("type", 9), shape=("shape", ())))
+        train_graph = _pb_bytes(
+            1, _node("step", "VarHandleOp", dtype=("type", 9), shape=("shape", ()))
+        )
         saved += _pb_bytes(2, _pb_bytes(1, _pb_bytes(4, "train")) + _pb_bytes(2, train_graph))
     saved += _pb_bytes(2, serve)
     (directory / "saved_model.pb").write_bytes(saved)
     if variables:
         weights = dense_saved_model_weights(widths, seed)
-        write_tensor_bundle(directory / "variables" / "variables", weights, crc32c=crc32c, tamper=tamper)
+        write_tensor_bundle(
+            directory / "variables" / "variables", weights, crc32c=crc32c, tamper=tamper
+        )
     return directory

@@ -81,7 +81,7 @@ def read_saved_model_file(path: Path, kind: str = "savedmodel") -> Model:
             missing = f"no checkpoint {prefix.name}.index next to it: graph only"
             variables = _variables(prefix, files, missing)
         return build_model(
-            meta_graphs(proto, kind), kind=kind, name=_name(path), path=path, ctx=ctx,
+            meta_graphs(proto, kind), kind=kind, name=_name(path), what=what, path=path, ctx=ctx,
             files=files, variables=variables, source=proto,
         )  # fmt: skip
     except BaseException:
@@ -109,7 +109,7 @@ def read_saved_model_bytes(data: bytes, kind: str = "savedmodel") -> Model:
         ctx = TensorContext("memory", stripped, data)
     note = "loaded from bytes: graph only, no variable values"
     return build_model(
-        meta_graphs(proto, kind), kind=kind, name=kind, path=None, ctx=ctx, files=None,
+        meta_graphs(proto, kind), kind=kind, name=kind, what=what, path=None, ctx=ctx, files=None,
         variables=Variables(None, note), source=proto,
     )  # fmt: skip
 

@@ -66,7 +66,10 @@ def _signature_values(meta: Any) -> tuple[list[ValueInfo], list[ValueInfo], dict
     for sig_name in names:
         sig = meta.signature_def[sig_name]
         parts: list[str] = []
-        for side, infos, found in (("inputs", sig.inputs, inputs), ("outputs", sig.outputs, outputs)):
+        for side, infos, found in (
+            ("inputs", sig.inputs, inputs),
+            ("outputs", sig.outputs, outputs),
+        ):
             shown: list[str] = []
             for key in sorted(infos):
                 info = infos[key]
@@ -99,7 +102,9 @@ def _object_paths(meta: Any) -> dict[str, str]:
         for child in obj.children:
             if 0 <= child.node_id < len(nodes) and child.node_id not in seen:
                 seen.add(child.node_id)
-                queue.append((child.node_id, f"{path}/{child.local_name}" if path else child.local_name))
+                queue.append(
+                    (child.node_id, f"{path}/{child.local_name}" if path else child.local_name)
+                )
     return found
 
 
@@ -112,12 +117,18 @@ def _variable_nodes(graph: Graph) -> dict[str, Node]:
         found.setdefault(node.name, node)
         shared = node.attributes.get("shared_name")
         if shared is not None and shared.value:
-            text = shared.value.decode("utf-8", "replace") if isinstance(shared.value, bytes) else str(shared.value)
+            text = (
+                shared.value.decode("utf-8", "replace")
+                if isinstance(shared.value, bytes)
+                else str(shared.value)
+            )
             found.setdefault(text, node)
     return found
 
 
-def _with_variables(graph: Graph, meta: Any, bundle: Bundle) -> tuple[list[Node], dict[str, Tensor], dict[str, ValueInfo]]:
+def _with_variables(
+    graph: Graph, meta: Any, bundle: Bundle
+) -> tuple[list[Node], dict[str, Tensor], dict[str, ValueInfo]]:
     by_name = _variable_nodes(graph)
     object_names = _object_paths(meta)
     keys_of: dict[str, str] = {}  # node name → checkpoint key
@@ -131,14 +142,21 @@ def _with_variables(graph: Graph, meta: Any, bundle: Bundle) -> tuple[list[Node]
     nodes: list[Node] = []
     value_info: dict[str, ValueInfo] = {}
     for node in graph.nodes:
-        key = keys_of.get(node.name)
-        if key is None:
+        found = keys_of.get(node.name)
+        if found is None:
             nodes.append(node)
             continue
+        key = found
         value = node.outputs[0]
         tensor = bundle.renamed(key, value, f"checkpoint key {key!r}")
         initializers[value] = tensor
-        value_info[value] = ValueInfo(value, tensor.dtype_name, tensor.dtype_name, tensor.shape, f"variable, checkpoint key {key!r}")
+        value_info[value] = ValueInfo(
+            value,
+            tensor.dtype_name,
+            tensor.dtype_name,
+            tensor.shape,
+            f"variable, checkpoint key {key!r}",
+        )
         meta_props = {**node.metadata_props, "checkpoint key": key}
         nodes.append(Node(
             node.name, node.op_type, node.domain, node.inputs, node.outputs, node.attributes,
@@ -147,9 +165,13 @@ def _with_variables(graph: Graph, meta: Any, bundle: Bundle) -> tuple[list[Node]
     return nodes, initializers, value_info
 
 
-def _graph(meta: Any, name: str, path: Path | None, ctx: TensorContext, files: DataFiles | None) -> tuple[Model, dict[str, str]]:
-    if not meta.HasField("graph_def") or not (len(meta.graph_def.node) or len(meta.graph_def.library.function)):
-        raise ModelFormatError(f"{name}: its MetaGraphDef {list(tags_of(meta))} has no graph (graph_def is empty)")
+def _graph(
+    meta: Any, name: str, what: str, path: Path | None, ctx: TensorContext, files: DataFiles | None
+) -> tuple[Model, dict[str, str]]:
+    graph_def = meta.graph_def
+    if not (len(graph_def.node) or len(graph_def.library.function)):
+        tags = list(tags_of(meta))
+        raise ModelFormatError(f"{what}: its MetaGraphDef {tags} has no graph (graph_def is empty)")
     part = model_from_graphdef(meta.graph_def, name=name, path=path, ctx=ctx, data_files=files)
     return part, dict(part.metadata_props)
 
@@ -159,6 +181,7 @@ def build_model(
     *,
     kind: str,
     name: str,
+    what: str,
     path: Path | None,
     ctx: TensorContext,
     files: DataFiles | None,
@@ -166,9 +189,9 @@ def build_model(
     source: Any,
 ) -> Model:
     if not metas:
-        raise ModelFormatError(f"{name} holds no MetaGraphDef")
+        raise ModelFormatError(f"{what} holds no MetaGraphDef")
     main_meta, *others = ordered(metas)
-    main, metadata = _graph(main_meta, name, path, ctx, files)
+    main, metadata = _graph(main_meta, name, what, path, ctx, files)
     graph = main.graph
     inputs, outputs, lines = _signature_values(main_meta)
     initializers = dict(graph.initializers)
@@ -187,12 +210,25 @@ def build_model(
     functions: dict[str, Function] = {f.name: f for f in main.functions}
     for i, meta in enumerate(others, start=1):
         tags = ", ".join(tags_of(meta)) or f"#{i}"
-        other, _ = _graph(meta, f"{name} [{tags}]", path, ctx, files)
+        other, _ = _graph(meta, f"{name} [{tags}]", what, path, ctx, files)
         for f in other.functions:
             functions.setdefault(f.name, f)
         body = other.graph
-        moved = Graph(f"MetaGraphDef [{tags}]", list(body.nodes), body.inputs, body.outputs, body.initializers, body.value_info, path=f"meta_graph::{i}")
-        functions[f"meta_graph::{i}"] = Function(f"MetaGraphDef [{tags}]", "tf.meta_graph", moved, doc_string=f"the MetaGraphDef tagged {tags}")
+        moved = Graph(
+            f"MetaGraphDef [{tags}]",
+            list(body.nodes),
+            body.inputs,
+            body.outputs,
+            body.initializers,
+            body.value_info,
+            path=f"meta_graph::{i}",
+        )
+        functions[f"meta_graph::{i}"] = Function(
+            f"MetaGraphDef [{tags}]",
+            "tf.meta_graph",
+            moved,
+            doc_string=f"the MetaGraphDef tagged {tags}",
+        )
     info = main_meta.meta_info_def
     metadata.update({
         "container": "SavedModel" if kind == "savedmodel" else "MetaGraphDef",

@@ -68,4 +68,12 @@ def meta_graphs(proto: Any, kind: str) -> list[Any]:
     return list(proto.meta_graphs) if kind == "savedmodel" else [proto]
 
 
-__all__ = ["KINDS", "META_GRAPH_SCHEMA", "SAVED_MODEL_SCHEMA", "meta_graphs", "parse_binary", "parse_text", "strip"]
+__all__ = [
+    "KINDS",
+    "META_GRAPH_SCHEMA",
+    "SAVED_MODEL_SCHEMA",
+    "meta_graphs",
+    "parse_binary",
+    "parse_text",
+    "strip",
+]

@@ -216,12 +216,13 @@ def _first_payload(head: bytes) -> bytes:
 
 def _is_meta_info(payload: bytes) -> bool:
     """A MetaInfoDef, not the NodeDef a GraphDef starts with: a NodeDef's field 2 is its op
-    name (text) and always there; a MetaInfoDef's is the stripped op list (a message)."""
+    name (text), a MetaInfoDef's the stripped op list (a message); its field 7 is a varint
+    (``stripped_default_attrs``), a NodeDef's a message."""
     sub = _top_fields(payload)
     if not sub or not _fits(sub, _META_INFO_FIELDS):
         return False
     ops = [p for f, _, p in sub if f == 2]
-    return not ops or not all(b in _TEXT_BYTES for b in ops[0])
+    return any(f == 7 for f, _, _ in sub) or bool(ops and not all(b in _TEXT_BYTES for b in ops[0]))
 
 
 def container_format(head: bytes, name: str = "") -> str | None:
@@ -302,6 +303,6 @@ def reject_directory(path: Path) -> None:
 
 
 __all__ = [
-    "container_format", "graphdef_encoding", "is_saved_model_dir", "is_text", "not_a_model", "reject_directory", "reject_non_model",
-    "sniff_format",
+    "container_format", "graphdef_encoding", "is_saved_model_dir", "is_text", "not_a_model",
+    "reject_directory", "reject_non_model", "sniff_format",
 ]  # fmt: skip

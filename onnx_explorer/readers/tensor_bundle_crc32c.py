@@ -88,15 +88,15 @@ def _raw_lanes(data: np.ndarray) -> int:
         crc = _apply(_zeros_operator(span), crc[0::2]) ^ crc[1::2]
         span *= 2
     tail = data[lanes * width :]
-    return _raw_small(memoryview(tail), int(crc[0]))
+    return _raw_small(tail.tobytes(), int(crc[0]))
 
 
 def crc32c(data: bytes | bytearray | memoryview | np.ndarray, crc: int = 0) -> int:
     """CRC-32C of ``data``, continuing from a previous result ``crc`` (0 to start)."""
-    view = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
+    view = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)  # type: ignore[arg-type]
     register = crc ^ 0xFFFFFFFF
     if view.size < _LANE_MIN_BYTES * 4 or view.size < _LANES:
-        return _raw_small(memoryview(view), register) ^ 0xFFFFFFFF
+        return _raw_small(view.tobytes(), register) ^ 0xFFFFFFFF
     # raw with a start value = raw from zero ^ the start value carried over the length.
     carried = int(_apply(_zeros_operator(view.size), np.array([register], np.uint32))[0])
     return _raw_lanes(view) ^ carried ^ 0xFFFFFFFF
