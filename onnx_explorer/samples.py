@@ -8,6 +8,7 @@ Used by the README's quick start, the tutorials and the tests::
 
 from __future__ import annotations
 
+import functools
 import itertools
 from pathlib import Path
 from typing import Any
@@ -357,6 +358,7 @@ def crc32c_pure(data: bytes, crc: int = 0) -> int:
     return crc ^ 0xFFFFFFFF
 
 
+@functools.cache
 def _crc_table() -> list[int]:
     table = []
     for n in range(256):
@@ -456,16 +458,23 @@ def write_tensor_bundle(
         if array.dtype == object:
             strings = [bytes(s) for s in array.reshape(-1)]
             lengths = b"".join(_pb_varint(len(s)) for s in strings)
-            length_crc = crc32c_pure(b"".join(len(s).to_bytes(8, "little") for s in strings))
-            data = lengths + crc32c_mask(length_crc).to_bytes(4, "little") + b"".join(strings)
+            # TensorFlow's checksums run over each length as a little-endian uint32
+            # (uint64 past 4 GiB).
+            length_crc = crc32c_pure(
+                b"".join(len(s).to_bytes(4 if len(s) < 1 << 32 else 8, "little") for s in strings)
+            )
+            masked = crc32c_mask(length_crc).to_bytes(4, "little")
+            data = lengths + masked + b"".join(strings)
+            entry_crc = crc32c_pure(b"".join(strings), crc32c_pure(masked, length_crc))
             code = _TF_STRING
         else:
             data = np.ascontiguousarray(array).tobytes()
+            entry_crc = checksum(data)
             code = _TF_TYPES[array.dtype.name]
         entry: dict[str, Any] = {
             "dtype": code, "shape": tuple(array.shape), "shard_id": shard,
             "offset": len(shards[shard]), "size": len(data),
-            "crc32c": crc32c_mask(checksum(data)),
+            "crc32c": crc32c_mask(entry_crc),
         }  # fmt: skip
         shards[shard] += data
         if tamper is not None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -245,3 +248,68 @@ def test_saved_model_bytes_open_graph_only(saved):
     model = ox.load((saved / "saved_model.pb").read_bytes())
     assert model.metadata_props["container"] == "SavedModel"
     assert "graph only" in model.metadata_props["variables"]
+
+
+# -- files written by TensorFlow 2.21 (tests/data/savedmodel/make_savedmodels.py) -----------
+TF_DATA = Path(__file__).parent / "data" / "savedmodel"
+EXPECTED = json.loads((TF_DATA / "expected.json").read_text())
+
+
+def _expected(record):
+    if record["dtype"] == "string":
+        return np.array([v.encode("latin-1") for v in record["values"]], dtype=object)
+    return np.array(record["values"], dtype=record["dtype"]).reshape(record["shape"])
+
+
+def _checkpoint_tensors(model):
+    """Checkpoint key → tensor, whether a node claimed it or not."""
+    found = {}
+    for name, tensor in model.graph.initializers.items():
+        if tensor.is_external:
+            node = model.graph.node(name) if model.graph.has_node(name) else None
+            found[node.metadata_props["checkpoint key"] if node else name] = tensor
+    return found
+
+
+@pytest.mark.parametrize("name", ["tf2_mlp", "tf1_mlp", "tf1_ckpt/model.ckpt.meta"])
+def test_tensorflow_written_checkpoints_read_back_exactly(name):
+    model = ox.load(TF_DATA / name)
+    tensors = _checkpoint_tensors(model)
+    expected = EXPECTED[name.split("/")[0]]
+    assert tensors.keys() == expected.keys()
+    for key, record in expected.items():
+        assert tensors[key].verify_checksum()  # TensorFlow's CRC-32C, strings included
+        np.testing.assert_array_equal(
+            tensors[key].numpy().reshape(-1), _expected(record).reshape(-1)
+        )
+
+
+def test_tensorflow_tf2_saved_model_signature_functions_and_object_graph():
+    model = ox.load(TF_DATA / "tf2_mlp")
+    graph = model.graph
+    assert [v.name for v in graph.inputs] == ["serving_default_x"]
+    assert [(v.name, v.shape) for v in graph.outputs] == [("StatefulPartitionedCall", (None, 3))]
+    assert "__saved_model_init_op" in model.metadata_props["signature.__saved_model_init_op"]
+    body = model.function_for(graph.node("StatefulPartitionedCall"))
+    assert body is not None and body.name.startswith("__inference_signature_wrapper")
+    assert graph.node("w1").metadata_props["checkpoint key"] == "w1/.ATTRIBUTES/VARIABLE_VALUE"
+    assert graph.initializers["w1"].shape == (4, 8)
+    assert graph.initializers["label"].numpy()[()] == b"an MLP"
+
+
+def test_tensorflow_tf1_variables_are_variablev2_nodes_with_their_values():
+    model = ox.load(TF_DATA / "tf1_mlp")
+    node = model.graph.node("dense/kernel")
+    assert node.op_type == "VariableV2"
+    assert model.graph.value("dense/kernel").shape == (4, 3)
+    assert [v.name for v in model.graph.outputs] == ["y"]
+
+
+@pytest.mark.parametrize(
+    ("name", "container"),
+    [("tf1_ckpt/model.ckpt.meta", "MetaGraphDef"), ("tf2_mlp/saved_model.pb", "SavedModel")],
+)
+def test_tensorflow_files_are_known_by_content_under_any_name(tmp_path, name, container):
+    path = tmp_path / "graph.pb"
+    path.write_bytes((TF_DATA / name).read_bytes())
+    assert ox.load(path).metadata_props["container"] == container

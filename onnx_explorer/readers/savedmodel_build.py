@@ -4,7 +4,8 @@
   one is a graph of its own, listed with the functions under the name of its tags.
 - ``signature_def``s are the graph's named inputs and outputs (a value per signature
   tensor, its doc string naming the signature and key) and each reads as one line in
-  the metadata: ``signature.serving_default: inputs x=x:0 float32[?,4] → outputs …``.
+  the metadata: ``signature.serving_default: inputs x=x:0 float32[?, 4] → outputs …``
+  (TensorFlow's own ``__saved_model_init_op`` is listed there, not as an output).
 - The GraphDefs' function libraries are the model's functions (``StatefulPartitionedCall``
   nodes open them through their ``f`` attribute).
 - Variables (``VarHandleOp``, ``VariableV2``) get their checkpoint tensor as the
@@ -76,10 +77,12 @@ def _signature_values(meta: Any) -> tuple[list[ValueInfo], list[ValueInfo], dict
                 tensor = info.name or info.coo_sparse.values_tensor_name
                 dtype = tf_type_name(int(info.dtype)) if info.dtype else None
                 dims = shape_dims(info.tensor_shape) if info.HasField("tensor_shape") else None
-                shown.append(f"{key}={tensor} {dtype or '?'}{shape_text(info.tensor_shape)}")
+                typed = f" {dtype}{shape_text(info.tensor_shape)}" if dtype else ""
+                shown.append(f"{key}={tensor}{typed}")
                 value = _tensor_value(tensor)
                 doc = f"signature {sig_name!r}, {side[:-1]} {key!r}"
-                if value not in found:
+                # TensorFlow's own (``__saved_model_init_op``: a NoOp) are not model I/O.
+                if value not in found and not sig_name.startswith("__"):
                     found[value] = ValueInfo(value, dtype or "", dtype, dims, doc)
             parts.append(f"{side} " + (", ".join(shown) or "none"))
         lines[sig_name] = " → ".join(parts)

@@ -16,6 +16,7 @@ end of the shard, a bad checksum) is a :class:`TensorDataError` for that variabl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,9 +101,20 @@ class BundleBytes(ExternalBytes):
 
 
 class BundleStrings(BundleBytes):
-    """A string variable: varint64 lengths, a CRC-32C of them, then the strings' bytes."""
+    """A string variable: varint64 lengths, a masked CRC-32C of them, then the strings' bytes.
 
-    def array(self, dt: DType, count: int, name: str) -> np.ndarray:
+    Its checksum is not of those bytes: TensorFlow extends it over each length as a
+    little-endian uint32 (uint64 past 4 GiB), then the four checksum bytes, then the strings
+    (checked against TensorFlow 2.21's own files in tests/data/savedmodel).
+    """
+
+    def __init__(
+        self, entry: Any, shard: str, directory: Path, files: DataFiles, count: int
+    ) -> None:
+        super().__init__(entry, shard, directory, files)
+        self._count = count
+
+    def _raw(self, name: str) -> bytes:
         data_file, offset, length = self.file_range(name)
         if length > MAX_STRING_BYTES:
             raise _entry_error(name, f"{length} bytes of strings: too many to decode")
@@ -111,7 +123,25 @@ class BundleStrings(BundleBytes):
             data_file.read_into(offset, raw)
         except ExplorerError as exc:
             raise _entry_error(name, str(exc)) from None
-        return _decode_strings(raw.tobytes(), count, name)
+        return raw.tobytes()
+
+    def array(self, dt: DType, count: int, name: str) -> np.ndarray:
+        return _decode_strings(self._raw(name), count, name)[0]
+
+    def verify_checksum(self, name: str) -> bool:
+        raw = self._raw(name)
+        strings, lengths_end = _decode_strings(raw, self._count, name)
+        count = len(strings)
+        crc = crc32c(b"".join(_length_bytes(len(s)) for s in strings))
+        crc = crc32c(raw[lengths_end : lengths_end + 4], crc)
+        crc = crc32c(raw[lengths_end + 4 :], crc)
+        if crc != self._crc:
+            raise _entry_error(
+                name,
+                f"CRC-32C of its {count} strings in {self.ref.location!r} is {crc:#010x}, the "
+                f"index says {self._crc:#010x} (corrupt or rewritten shard)",
+            )
+        return True
 
     def chunks(self, dt: DType, count: int, name: str, max_elements: int) -> Any:
         flat = self.array(dt, count, name)
@@ -122,7 +152,14 @@ class BundleStrings(BundleBytes):
         self.file_range(name)
 
 
-def _decode_strings(buf: bytes, count: int, name: str) -> np.ndarray:
+def _length_bytes(n: int) -> bytes:
+    return n.to_bytes(4 if n <= 0xFFFFFFFF else 8, "little")
+
+
+def _decode_strings(buf: bytes, count: int, name: str) -> tuple[np.ndarray, int]:
+    """The strings, and where their lengths end (where the lengths' checksum starts)."""
+    if count > len(buf):
+        raise _entry_error(name, f"{count} strings cannot fit in {len(buf)} bytes")
     pos = 0
     lengths: list[int] = []
     for _ in range(count):
@@ -137,6 +174,7 @@ def _decode_strings(buf: bytes, count: int, name: str) -> np.ndarray:
             if not byte & 0x80:
                 break
         lengths.append(value)
+    lengths_end = pos
     pos += 4  # CRC-32C of the lengths (covered by the entry's checksum too)
     if pos + sum(lengths) != len(buf):
         raise _entry_error(
@@ -146,7 +184,7 @@ def _decode_strings(buf: bytes, count: int, name: str) -> np.ndarray:
     for i, n in enumerate(lengths):
         out[i] = buf[pos : pos + n]
         pos += n
-    return out
+    return out, lengths_end
 
 
 class _Refused(TensorSource):
@@ -196,7 +234,9 @@ def _tensor(key: str, entry: Any, prefix: Path, num_shards: int, files: DataFile
         return Tensor(key, dt, shape, _Refused(reason, where))
     shard = shard_name(prefix.name, int(entry.shard_id), num_shards)
     if dt.name == "string":
-        return Tensor(key, dt, shape, BundleStrings(entry, shard, prefix.parent, files))
+        count = math.prod(shape) if all(d >= 0 for d in shape) else 0
+        strings = BundleStrings(entry, shard, prefix.parent, files, count)
+        return Tensor(key, dt, shape, strings)
     if not dt.is_numeric and dt.name not in ("complex64", "complex128"):
         where = TensorLocation("external", shard, int(entry.offset), int(entry.size))
         return Tensor(key, dt, shape, _Refused(f"{dt.name} values cannot be shown", where))
