@@ -313,3 +313,51 @@ def test_tensorflow_files_are_known_by_content_under_any_name(tmp_path, name, co
     path = tmp_path / "graph.pb"
     path.write_bytes((TF_DATA / name).read_bytes())
     assert ox.load(path).metadata_props["container"] == container
+
+
+# -- hostile tables -----------------------------------------------------------------------
+def _table_block(entries):
+    """One uncompressed block with a restart at every entry, and its trailer."""
+    body = b"".join(bytes([0, len(k), len(v)]) + k + v for k, v in entries)
+    starts, pos = [], 0
+    for k, v in entries:
+        starts.append(pos)
+        pos += 3 + len(k) + len(v)
+    body += b"".join(s.to_bytes(4, "little") for s in starts) + len(starts).to_bytes(4, "little")
+    return body, body + b"\x00" + mask(crc32c(body + b"\x00")).to_bytes(4, "little")
+
+
+def _table(index_entries, data=b""):
+    index, index_block = _table_block(index_entries)
+    footer = bytes([0, 0, len(data), len(index)])  # metaindex (0, 0), index handle
+    return (
+        data
+        + index_block
+        + footer
+        + bytes(40 - len(footer))
+        + (0xDB4775248B80FB57).to_bytes(8, "little")
+    )
+
+
+def test_an_index_pointing_at_the_same_block_twice_is_refused():
+    data_body, data_block = _table_block([(b"a", b"1")])
+    handle = bytes([0, len(data_body)])
+    table = _table([(b"a", handle), (b"b", handle)], data_block)
+    with pytest.raises(ox.ModelFormatError, match="overlaps"):
+        list(table_entries(table, "t"))
+
+
+def test_keys_longer_than_any_tensor_name_are_refused():
+    # Keys are rebuilt from shared prefixes: unbounded, a small block could grow them forever.
+    items = [(b"k" * 3000 + bytes([i]) * 1500, b"") for i in range(3)]
+    with pytest.raises(ox.ModelFormatError, match="more than 4096"):
+        list(table_entries(sstable(items, restart_interval=16), "t"))
+
+
+def test_a_graphdef_partitioned_call_opens_its_function():
+    model = ox.load(Path(__file__).parent / "data" / "graphdef" / "functions.pb")
+    calls = [n for g in model.graphs() for n in g.nodes if n.op_type == "PartitionedCall"]
+    assert calls
+    for node in calls:
+        function = model.function_for(node)
+        assert function is not None and function.name == node.attributes["f"].value.name

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,9 +97,9 @@ def _object_paths(meta: Any) -> dict[str, str]:
     if not nodes:
         return found
     seen = {0}
-    queue: list[tuple[int, str]] = [(0, "")]
+    queue: deque[tuple[int, str]] = deque([(0, "")])
     while queue:
-        index, path = queue.pop(0)
+        index, path = queue.popleft()
         obj = nodes[index]
         if obj.WhichOneof("kind") == "variable":
             found[path + _ATTRIBUTES] = obj.variable.name

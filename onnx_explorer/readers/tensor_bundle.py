@@ -32,8 +32,10 @@ from .graphdef_tensors import tf_dtype
 from .tensor_bundle_crc32c import crc32c, unmask
 from .tensor_bundle_table import table_entries
 
-#: Largest index file read (it holds one small entry per tensor: 1 GiB is millions).
-MAX_INDEX_BYTES = 1 << 30
+#: Largest index file read (one small entry per tensor: 64 MiB is several 100,000s).
+MAX_INDEX_BYTES = 64 << 20
+#: Most checkpoint tensors accepted (each becomes a Python object).
+MAX_ENTRIES = 1_000_000
 #: Largest string variable decoded (its bytes are read whole).
 MAX_STRING_BYTES = 1 << 28
 _CHECK_CHUNK = 16 << 20
@@ -262,6 +264,7 @@ def read_bundle(prefix: Path, files: DataFiles) -> Bundle:
             raise ModelFormatError(f"{what}: {size} bytes, more than any bundle index needs")
         data = np.empty(size, np.uint8)
         index_file.read_into(0, data)
+        index_file.close()  # read whole: no descriptor kept for it
     except ExternalDataError as exc:
         raise ModelFormatError(f"checkpoint index cannot be read: {exc}") from None
     header: Any = None
@@ -270,6 +273,8 @@ def read_bundle(prefix: Path, files: DataFiles) -> Bundle:
         if not raw_key:
             header = _parse(pb.BundleHeaderProto(), value, f"{what} header")
             continue
+        if len(entries) >= MAX_ENTRIES:
+            raise ModelFormatError(f"{what}: more than {MAX_ENTRIES} checkpoint tensors")
         key = raw_key.decode("utf-8", "replace")
         entries.append((key, _parse(pb.BundleEntryProto(), value, f"{what} entry {key!r}")))
     if header is None:
@@ -287,6 +292,7 @@ def read_bundle(prefix: Path, files: DataFiles) -> Bundle:
 
 
 __all__ = [
+    "MAX_ENTRIES",
     "MAX_INDEX_BYTES",
     "Bundle",
     "BundleBytes",

@@ -25,6 +25,10 @@ MAGIC = 0xDB4775248B80FB57
 FOOTER_BYTES = 48
 TRAILER_BYTES = 5
 _NO_COMPRESSION, _SNAPPY = 0, 1
+#: Longest key accepted: checkpoint keys are tensor names. Keys are rebuilt from shared
+#: prefixes, so without a bound a small hostile block could make ever longer keys
+#: (quadratic copying).
+MAX_KEY_BYTES = 4096
 
 
 def _varint(buf: bytes, pos: int, end: int, what: str, bits: int = 64) -> tuple[int, int]:
@@ -86,6 +90,10 @@ def block_entries(block: bytes, what: str) -> Iterator[tuple[bytes, bytes]]:
         value_len, pos = _varint(block, pos, limit, what, 32)
         if shared > len(key) or pos + unshared + value_len > limit:
             raise ModelFormatError(f"{what}: block entry at {pos} is inconsistent or truncated")
+        if shared + unshared > MAX_KEY_BYTES:
+            raise ModelFormatError(
+                f"{what}: a key of {shared + unshared} bytes (more than {MAX_KEY_BYTES})"
+            )
         key = key[:shared] + block[pos : pos + unshared]
         pos += unshared
         yield key, block[pos : pos + value_len]
@@ -107,9 +115,15 @@ def table_entries(data: bytes, what: str, *, verify: bool = True) -> Iterator[tu
     _, _, pos = _handle(data, footer, footer + 40, what)  # metaindex: unused by bundles
     index_offset, index_size, _ = _handle(data, pos, footer + 40, what)
     index = _block(data, index_offset, index_size, what, verify)
+    end = 0
     for _, handle in block_entries(index, what):
         offset, size, _ = _handle(handle, 0, len(handle), what)
+        # Data blocks follow one another: an index pointing back (the same block many
+        # times) would make a small file cost any amount of work.
+        if offset < end:
+            raise ModelFormatError(f"{what}: data block at offset {offset} overlaps the one before")
+        end = offset + size + TRAILER_BYTES
         yield from block_entries(_block(data, offset, size, what, verify), what)
 
 
-__all__ = ["FOOTER_BYTES", "MAGIC", "block_entries", "table_entries"]
+__all__ = ["FOOTER_BYTES", "MAGIC", "MAX_KEY_BYTES", "block_entries", "table_entries"]
