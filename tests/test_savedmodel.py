@@ -361,3 +361,11 @@ def test_a_graphdef_partitioned_call_opens_its_function():
     for node in calls:
         function = model.function_for(node)
         assert function is not None and function.name == node.attributes["f"].value.name
+
+
+def test_cli_weights_and_the_explorer_take_a_saved_model(saved, capsys):
+    assert main(["weights", str(saved), "--dequantize"]) == 0
+    out = capsys.readouterr().out
+    assert "dense/kernel" in out and "external" in out
+    explorer = ox.explore(saved)
+    assert explorer.model.graph.has_node("StatefulPartitionedCall")
