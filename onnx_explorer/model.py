@@ -643,8 +643,13 @@ class Model:
         return self._functions_by_key.get((domain, name))
 
     def function_for(self, node: Node) -> Function | None:
-        """The local function a node calls, if any."""
-        return self._functions_by_key.get((node.domain, node.op_type))
+        """The local function a node calls, if any: by its op type, or for TensorFlow's
+        ``PartitionedCall``/``StatefulPartitionedCall`` by its ``f`` (FUNC) attribute."""
+        found = self._functions_by_key.get((node.domain, node.op_type))
+        call = node.attributes.get("f")
+        if found is None and call is not None and call.kind == "FUNC":
+            found = self._functions_by_key.get(("", getattr(call.value, "name", "")))
+        return found
 
     def graphs(self, include_functions: bool = True) -> Iterator[Graph]:
         """Every graph: the main one, If/Loop/Scan bodies at any depth, and function bodies."""

@@ -283,6 +283,7 @@ NOT_MODELS = [
     ("weights.pt", lambda _: pickle.dumps({"w": [1.0]}, protocol=4), "export the model"),
     ("model.onnx", lambda _: b"\n<!DOCTYPE html><html><head>", "/resolve/"),
     ("input_0.pb", lambda _: _tensor_proto(), "single ONNX tensor"),
+    # Read as what they are; these hold no graph, and say so.
     ("model.ckpt.meta", lambda _: _ld(1, META_INFO), "MetaGraphDef"),
     ("saved_model.pb", lambda _: SAVED_MODEL, "SavedModel"),
     ("exported.pb", lambda _: SAVED_MODEL, "SavedModel"),  # known by content too
@@ -310,15 +311,15 @@ def test_bytes_that_are_not_models_say_what_they_are(tmp_path, name, make, says)
         ox.load(make(tmp_path))
 
 
-def test_saved_model_directory_says_it_is_a_saved_model(tmp_path, capsys):
+def test_saved_model_directory_is_read_as_a_saved_model(tmp_path, capsys):
     directory = tmp_path / "export"
     (directory / "variables").mkdir(parents=True)
-    (directory / "saved_model.pb").write_bytes(SAVED_MODEL)
-    with pytest.raises(ox.ModelFormatError, match="SavedModel directory"):
+    (directory / "saved_model.pb").write_bytes(SAVED_MODEL)  # a MetaGraphDef without graph
+    with pytest.raises(ox.ModelFormatError, match="SavedModel.*has no graph"):
         ox.load(directory)
     assert main(["summary", str(directory)]) == 1
     (line,) = capsys.readouterr().err.splitlines()
-    assert "SavedModel" in line and "not there yet" in line
+    assert "SavedModel" in line and "has no graph" in line
 
 
 def test_real_models_are_still_read(tmp_path):

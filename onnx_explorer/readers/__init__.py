@@ -11,13 +11,14 @@ from ..model import Model
 
 
 def detect_format(path: Path) -> str:
-    """``"onnx"`` or ``"graphdef"``, judged from the file's content (``.pb`` is used by both)."""
+    """``"onnx"``, ``"graphdef"``, ``"savedmodel"`` or ``"metagraph"``, judged from the file's
+    content (``.pb`` is used by all three)."""
     from .sniff import reject_non_model, sniff_format
 
     with open(path, "rb") as fh:
         head = fh.read(4096)
     reject_non_model(head, path.name, repr(str(path)))
-    return sniff_format(head, path.suffix.lower())
+    return sniff_format(head, path.suffix.lower(), path.name)
 
 
 def load(
@@ -29,8 +30,9 @@ def load(
     """Open a model read-only, reading no weight bytes.
 
     ``source`` is a path to an ONNX (``.onnx``) or TensorFlow GraphDef (``.pb``,
-    ``.pbtxt``) file, an ``onnx.ModelProto`` already in memory, or the bytes of a
-    file. External data is looked up next to the model, or in ``external_data_dir``.
+    ``.pbtxt``) file, a TensorFlow SavedModel directory (or its ``saved_model.pb``), a
+    MetaGraphDef ``.meta`` file, an ``onnx.ModelProto`` already in memory, or the bytes of
+    a file. External data is looked up next to the model, or in ``external_data_dir``.
     """
     data_dir = Path(external_data_dir) if external_data_dir is not None else None
     if isinstance(source, bytes | bytearray | memoryview):
@@ -54,8 +56,12 @@ def _load_path(path: Path, data_dir: Path | None, format: str | None) -> Model:
     if not path.exists():
         raise ModelFormatError(f"{str(path)!r} does not exist")
     if path.is_dir():
-        from .sniff import reject_directory
+        from .sniff import is_saved_model_dir, reject_directory
 
+        if is_saved_model_dir(path):
+            from .savedmodel import read_saved_model_dir
+
+            return read_saved_model_dir(path)
         reject_directory(path)
     if not path.is_file():
         raise ModelFormatError(f"{str(path)!r} is not a regular file")
@@ -68,6 +74,10 @@ def _load_path(path: Path, data_dir: Path | None, format: str | None) -> Model:
         from .graphdef import read_graphdef_file
 
         return read_graphdef_file(path)
+    if fmt in ("savedmodel", "metagraph"):
+        from .savedmodel import read_saved_model_file
+
+        return read_saved_model_file(path, kind=fmt)
     raise ModelFormatError(f"unknown format {fmt!r}")
 
 
@@ -85,4 +95,8 @@ def _load_bytes(data: bytes, data_dir: Path | None, format: str | None) -> Model
         from .graphdef import read_graphdef_bytes
 
         return read_graphdef_bytes(data)
+    if fmt in ("savedmodel", "metagraph"):
+        from .savedmodel import read_saved_model_bytes
+
+        return read_saved_model_bytes(data, kind=fmt)
     raise ModelFormatError(f"unknown format {fmt!r}")

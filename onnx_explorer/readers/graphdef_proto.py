@@ -4,7 +4,11 @@ The descriptors are built in code with the package name (``tensorflow``), messag
 names and field numbers of TensorFlow's own ``tensorflow/core/framework/*.proto``
 (checked against tensorflow 2.21 by ``scripts/make_graphdef_fixtures.py``), so
 binary files and text-format files written by TensorFlow both parse. Only the
-messages reachable from ``GraphDef`` that the explorer reads are defined;
+messages reachable from ``GraphDef`` that the explorer reads are defined (for
+SavedModels also ``SavedModel``, ``MetaGraphDef``, ``SignatureDef``, the parts of
+``SavedObjectGraph`` that name variables, and the tensor-bundle index messages; the
+names of our own messages ``AnyValue`` and ``SavedObjectReference`` differ from
+TensorFlow's nested ones, the wire format does not);
 ``GraphDef.debug_info`` is left out (binary parsing keeps it as an unknown field,
 text parsing skips it).
 
@@ -25,6 +29,7 @@ _SCALARS = {
     "string": _F.TYPE_STRING, "bytes": _F.TYPE_BYTES, "bool": _F.TYPE_BOOL,
     "int32": _F.TYPE_INT32, "int64": _F.TYPE_INT64, "uint32": _F.TYPE_UINT32,
     "uint64": _F.TYPE_UINT64, "float": _F.TYPE_FLOAT, "double": _F.TYPE_DOUBLE,
+    "fixed32": _F.TYPE_FIXED32,
 }  # fmt: skip
 _ENUMS = {"DataType", "FullTypeId"}
 
@@ -167,6 +172,75 @@ _MESSAGES: dict[str, list[Field]] = {
         _f("node", 1, "NodeDef", True), _f("versions", 4, "VersionDef"),
         _f("version", 3, "int32"), _f("library", 2, "FunctionDefLibrary"),
     ],
+    # tensorflow/core/protobuf/meta_graph.proto and saved_model.proto. SaverDef,
+    # CollectionDef and AssetFileDef are left out (kept as unknown fields).
+    "OpList": [_f("op", 1, "OpDef", True)],
+    "AnyValue": [_f("type_url", 1, "string"), _f("value", 2, "bytes")],  # google.protobuf.Any
+    "MetaInfoDef": [
+        _f("meta_graph_version", 1, "string"), _f("stripped_op_list", 2, "OpList"),
+        _f("any_info", 3, "AnyValue"), _f("tags", 4, "string", True),
+        _f("tensorflow_version", 5, "string"), _f("tensorflow_git_version", 6, "string"),
+        _f("stripped_default_attrs", 7, "bool"),
+        _f("function_aliases", 8, "map<string,string>"),
+    ],
+    "TensorInfo": [
+        _f("name", 1, "string", oneof="encoding"),
+        _f("coo_sparse", 4, "TensorInfo.CooSparse", oneof="encoding"),
+        _f("dtype", 2, "DataType"), _f("tensor_shape", 3, "TensorShapeProto"),
+    ],
+    "TensorInfo.CooSparse": [
+        _f("values_tensor_name", 1, "string"), _f("indices_tensor_name", 2, "string"),
+        _f("dense_shape_tensor_name", 3, "string"),
+    ],
+    "SignatureDef": [
+        _f("inputs", 1, "map<string,TensorInfo>"), _f("outputs", 2, "map<string,TensorInfo>"),
+        _f("method_name", 3, "string"), _f("defaults", 4, "map<string,TensorProto>"),
+    ],
+    # saved_object_graph.proto (what links checkpoint keys to variables) and
+    # trackable_object_graph.proto (ObjectReference).
+    "SavedObjectReference": [_f("node_id", 1, "int32"), _f("local_name", 2, "string")],
+    "SavedUserObject": [
+        _f("identifier", 1, "string"), _f("version", 2, "VersionDef"),
+        _f("metadata", 3, "string"),
+    ],
+    "SavedVariable": [
+        _f("dtype", 1, "DataType"), _f("shape", 2, "TensorShapeProto"),
+        _f("trainable", 3, "bool"), _f("synchronization", 4, "int32"),
+        _f("aggregation", 5, "int32"), _f("name", 6, "string"), _f("device", 7, "string"),
+    ],
+    "SavedFunction": [_f("concrete_functions", 1, "string", True)],
+    "SavedObject": [
+        _f("children", 1, "SavedObjectReference", True),
+        _f("dependencies", 15, "SavedObjectReference", True),
+        _f("user_object", 4, "SavedUserObject", oneof="kind"),
+        _f("function", 6, "SavedFunction", oneof="kind"),
+        _f("variable", 7, "SavedVariable", oneof="kind"),
+        _f("registered_name", 13, "string"),
+    ],
+    "SavedObjectGraph": [_f("nodes", 1, "SavedObject", True)],
+    "MetaGraphDef": [
+        _f("meta_info_def", 1, "MetaInfoDef"), _f("graph_def", 2, "GraphDef"),
+        _f("signature_def", 5, "map<string,SignatureDef>"),
+        _f("object_graph_def", 7, "SavedObjectGraph"),
+    ],
+    "SavedModel": [
+        _f("saved_model_schema_version", 1, "int64"),
+        _f("meta_graphs", 2, "MetaGraphDef", True),
+    ],
+    # tensorflow/core/protobuf/tensor_bundle.proto and framework/tensor_slice.proto.
+    "BundleHeaderProto": [
+        _f("num_shards", 1, "int32"), _f("endianness", 2, "int32"),  # 0 little, 1 big
+        _f("version", 3, "VersionDef"),
+    ],
+    "TensorSliceProto": [_f("extent", 1, "TensorSliceProto.Extent", True)],
+    "TensorSliceProto.Extent": [
+        _f("start", 1, "int64"), _f("length", 2, "int64", oneof="has_length"),
+    ],
+    "BundleEntryProto": [
+        _f("dtype", 1, "DataType"), _f("shape", 2, "TensorShapeProto"),
+        _f("shard_id", 3, "int32"), _f("offset", 4, "int64"), _f("size", 5, "int64"),
+        _f("crc32c", 6, "fixed32"), _f("slices", 7, "TensorSliceProto", True),
+    ],
 }  # fmt: skip
 
 
@@ -265,6 +339,13 @@ FunctionDefLibrary: Any = _cls("FunctionDefLibrary")
 FunctionDef: Any = _cls("FunctionDef")
 OpDef: Any = _cls("OpDef")
 VersionDef: Any = _cls("VersionDef")
+SavedModel: Any = _cls("SavedModel")
+MetaGraphDef: Any = _cls("MetaGraphDef")
+SignatureDef: Any = _cls("SignatureDef")
+TensorInfo: Any = _cls("TensorInfo")
+SavedObjectGraph: Any = _cls("SavedObjectGraph")
+BundleHeaderProto: Any = _cls("BundleHeaderProto")
+BundleEntryProto: Any = _cls("BundleEntryProto")
 DataType = EnumTypeWrapper(POOL.FindEnumTypeByName("tensorflow.DataType"))
 
 #: Field numbers of every message defined here, for checking against TensorFlow's protos.
@@ -277,15 +358,22 @@ __all__ = [
     "FIELD_NUMBERS",
     "POOL",
     "AttrValue",
+    "BundleEntryProto",
+    "BundleHeaderProto",
     "DataType",
     "FunctionDef",
     "FunctionDefLibrary",
     "GraphDef",
     "LenientGraphDef",
+    "MetaGraphDef",
     "NameAttrList",
     "NodeDef",
     "OpDef",
     "ResourceHandleProto",
+    "SavedModel",
+    "SavedObjectGraph",
+    "SignatureDef",
+    "TensorInfo",
     "TensorProto",
     "TensorShapeProto",
     "VersionDef",

@@ -6,7 +6,10 @@ messages, ``onnx.ModelProto`` and ``tensorflow.GraphDef``; text files by the
 first field name. Anything we cannot place goes to the ONNX reader, whose
 error message says what is wrong.
 
-Files people open by mistake (a SavedModel, a TFLite flatbuffer, a PyTorch checkpoint, a
+TensorFlow SavedModels (``saved_model.pb``) and MetaGraphDefs (``.meta``) are known by
+their first fields too (:func:`container_format`).
+
+Files people open by mistake (a TFLite flatbuffer, a PyTorch checkpoint, a
 tensor, an HTML page saved instead of the model, an empty file) are recognised first by
 :func:`not_a_model`, which says what the file is and what to do instead.
 """
@@ -137,9 +140,13 @@ def graphdef_encoding(head: bytes, suffix: str = "") -> str:
     return "binary"
 
 
-def sniff_format(head: bytes, suffix: str) -> str:
-    """``"onnx"`` or ``"graphdef"`` from the first bytes of a file; ``"onnx"`` when unsure."""
+def sniff_format(head: bytes, suffix: str, name: str = "") -> str:
+    """``"onnx"``, ``"graphdef"``, ``"savedmodel"`` or ``"metagraph"`` from the first bytes of
+    a file (and its name); ``"onnx"`` when unsure."""
     suffix = suffix.lower()
+    container = container_format(head, name)
+    if container is not None:
+        return container
     if is_text(head):
         # Text format: ours by its first field, or by the suffix (the text parser then
         # says what is wrong); ONNX text is not readable, and the ONNX reader says so.
@@ -154,7 +161,6 @@ def sniff_format(head: bytes, suffix: str) -> str:
 
 
 # -- files that are not models -------------------------------------------------------
-_CONVERT_TF = "convert it to ONNX first (python -m tf2onnx.convert) or open a frozen GraphDef .pb"
 _TORCH = "a PyTorch checkpoint holds weights, not a graph: export the model with torch.onnx.export"
 _HTML = re.compile(rb"\s*(?:<!doctype\s+html|<html|<head|<!--)", re.IGNORECASE)
 # onnx.TensorProto fields (number → wire types): dims, data_type, segment, *_data, name,
@@ -187,6 +193,58 @@ def _is_saved_model(fields: list[tuple[int, int, bytes]]) -> bool:
     return payload[:1] == b"\x0a" and not all(b in _TEXT_BYTES for b in payload)
 
 
+# tensorflow.MetaInfoDef: meta_graph_version, stripped_op_list, any_info, tags,
+# tensorflow_version, tensorflow_git_version, stripped_default_attrs, function_aliases.
+_META_INFO_FIELDS = {1: 2, 2: 2, 3: 2, 4: 2, 5: 2, 6: 2, 7: 0, 8: 2}
+_SAVED_MODEL_TEXT = (b"saved_model_schema_version", b"meta_graphs")
+_META_GRAPH_TEXT = (
+    b"meta_info_def", b"graph_def", b"saver_def", b"collection_def", b"signature_def",
+    b"asset_file_def", b"object_graph_def",
+)  # fmt: skip
+
+
+def _first_payload(head: bytes) -> bytes:
+    """The visible part of the first field's payload when it is length-delimited."""
+    tag = _varint(head, 0)
+    if tag is None or tag[0] & 7 != 2:
+        return b""
+    length = _varint(head, tag[1])
+    if length is None:
+        return b""
+    return head[length[1] : length[1] + length[0]]
+
+
+def _is_meta_info(payload: bytes) -> bool:
+    """A MetaInfoDef, not the NodeDef a GraphDef starts with: a NodeDef's field 2 is its op
+    name (text), a MetaInfoDef's the stripped op list (a message); its field 7 is a varint
+    (``stripped_default_attrs``), a NodeDef's a message."""
+    sub = _top_fields(payload)
+    if not sub or not _fits(sub, _META_INFO_FIELDS):
+        return False
+    ops = [p for f, _, p in sub if f == 2]
+    return any(f == 7 for f, _, _ in sub) or bool(ops and not all(b in _TEXT_BYTES for b in ops[0]))
+
+
+def container_format(head: bytes, name: str = "") -> str | None:
+    """``"savedmodel"`` or ``"metagraph"`` when the head (and name) say so, else None."""
+    name = name.lower()
+    if is_text(head):
+        word = _first_text_field(head)
+        if word in _SAVED_MODEL_TEXT or name == "saved_model.pbtxt":
+            return "savedmodel"
+        if word in _META_GRAPH_TEXT or (name.endswith(".meta") and head.strip()):
+            return "metagraph"
+        return None
+    fields = _top_fields(head)
+    if name == "saved_model.pb" or _is_saved_model(fields):
+        return "savedmodel"
+    if name.endswith(".meta") and head:
+        return "metagraph"
+    if fields and fields[0][:2] == (1, 2) and _is_meta_info(_first_payload(head)):
+        return "metagraph"
+    return None
+
+
 def not_a_model(head: bytes, name: str = "") -> str | None:
     """What a file is when it is plainly not a model, with what to do; None otherwise.
 
@@ -212,18 +270,11 @@ def not_a_model(head: bytes, name: str = "") -> str | None:
             "is an HTML page, not a model: it was saved from a web page; on Hugging Face, "
             "download from the /resolve/ URL instead of the /blob/ page"
         )
-    if name.endswith(".meta"):
-        return f"is a TensorFlow MetaGraphDef (checkpoint .meta); not supported yet: {_CONVERT_TF}"
     if is_text(head):
-        if name == "saved_model.pbtxt":
-            return f"is a TensorFlow SavedModel; SavedModel support is not there yet: {_CONVERT_TF}"
         return None
     fields = _top_fields(head)
-    if name == "saved_model.pb" or _is_saved_model(fields):
-        return (
-            "is a TensorFlow SavedModel (saved_model.pb), not a GraphDef; SavedModel support "
-            f"is not there yet: {_CONVERT_TF}"
-        )
+    if container_format(head, name) is not None:
+        return None
     neither = not _fits(fields, _ONNX_FIELDS) and not _fits(fields, _GRAPHDEF_FIELDS)
     if neither and _is_tensor_proto(fields):
         return (
@@ -240,19 +291,18 @@ def reject_non_model(head: bytes, name: str, label: str) -> None:
         raise ModelFormatError(f"{label} {what}")
 
 
+def is_saved_model_dir(path: Path) -> bool:
+    return (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()
+
+
 def reject_directory(path: Path) -> None:
-    """Raise :class:`ModelFormatError` for a directory, saying whether it is a SavedModel."""
-    if (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file():
-        raise ModelFormatError(
-            f"{str(path)!r} is a TensorFlow SavedModel directory; SavedModel support is not "
-            f"there yet: {_CONVERT_TF} (the directory's saved_model.pb is a SavedModel too)"
-        )
+    """Raise :class:`ModelFormatError` for a directory that is not a SavedModel."""
     raise ModelFormatError(
         f"{str(path)!r} is a directory, not a regular file (a model is one file)"
     )
 
 
 __all__ = [
-    "graphdef_encoding", "is_text", "not_a_model", "reject_directory", "reject_non_model",
-    "sniff_format",
+    "container_format", "graphdef_encoding", "is_saved_model_dir", "is_text", "not_a_model",
+    "reject_directory", "reject_non_model", "sniff_format",
 ]  # fmt: skip
