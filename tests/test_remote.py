@@ -318,3 +318,72 @@ def test_a_missing_s3_object_is_a_named_error(s3, tmp_path):
         model.graph.initializers["w0"].numpy()
     with pytest.raises(ModelFormatError, match="does not exist"):
         ox.load("s3://models/nowhere/model.onnx", storage_options=options)
+
+
+# -- many models, in parallel ----------------------------------------------------------------
+
+
+def _zoo(server):
+    paths = []
+    for i in range(3):
+        path, _ = big_external_model(server.root / f"zoo{i}", tensors=2, elements=1 << 12)
+        paths.append(f"{server.url}/zoo{i}/model.onnx")
+    onnx.save(mlp(), server.root / "mlp.onnx")
+    return [*paths, f"{server.url}/mlp.onnx", str(path)]  # URLs and a local path
+
+
+def _comparable(result):
+    return [(m.source, m.error, m.totals.to_dict(), m.rows) for m in result.models], (
+        result.totals.to_dict()
+    )
+
+
+def test_weights_report_many_merges_exactly_what_one_process_reports(server):
+    from onnx_explorer.report import weights_report
+
+    sources = _zoo(server)
+    result = ox.weights_report_many(sources, workers=1, bins=16, range=(-4.0, 4.0))
+    for source, report in zip(sources, result.models):
+        with ox.load(source) as model:
+            assert report.rows == weights_report(model, progress=False, as_list=True)
+            values = np.concatenate(
+                [t.numpy().astype(np.float64).ravel() for t in model.graph.initializers.values()]
+            )
+        assert report.totals.values == values.size
+        assert report.totals.min == values.min() and report.totals.max == values.max()
+        assert report.totals.counts == np.histogram(values, bins=16, range=(-4, 4))[0].tolist()
+    every = sum(m.totals.values for m in result.models)
+    assert result.totals.values == every
+    assert sum(result.totals.counts) + result.totals.below + result.totals.above == every
+    assert result.totals.max == max(m.totals.max for m in result.models)
+
+
+def test_weights_report_many_on_a_dask_cluster_equals_the_single_process_report(server):
+    distributed = pytest.importorskip("dask.distributed")
+    sources = _zoo(server)
+    alone = ox.weights_report_many(sources, workers=1)
+    with (
+        distributed.LocalCluster(n_workers=2, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        spread = ox.weights_report_many(sources, client=client)
+    assert _comparable(spread) == _comparable(alone)
+    pooled = ox.weights_report_many(sources, workers=2)  # a local process pool
+    assert _comparable(pooled) == _comparable(alone)
+
+
+def test_a_source_that_cannot_be_opened_is_one_failed_entry(server):
+    result = ox.weights_report_many([f"{server.url}/none.onnx", *_zoo(server)[:1]], workers=1)
+    assert "does not exist" in result.models[0].error
+    assert result.totals.values == result.models[1].totals.values > 0
+
+
+def test_cli_weights_many_prints_one_line_per_model_and_the_merge(server, capsys):
+    sources = _zoo(server)[:2]
+    assert main(["weights", "--many", *sources, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [m["source"] for m in out["models"]] == sources
+    assert out["totals"]["values"] == sum(m["totals"]["values"] for m in out["models"])
+    assert main(["weights", "--many", *sources]) == 0
+    assert "all models" in capsys.readouterr().out
+    assert main(["weights", *sources]) != 0  # several models without --many: told to add it
