@@ -17,6 +17,12 @@ from typing import Any
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
 
 
+def _read(file: Path, start: int, end: int) -> bytes:
+    with open(file, "rb") as fh:
+        fh.seek(start)
+        return fh.read(max(0, end - start))
+
+
 class RangeServer:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
@@ -56,25 +62,23 @@ class RangeServer:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                data = file.read_bytes()
+                size = file.stat().st_size
                 match = _RANGE.match(self.headers.get("Range") or "")
                 if match and rule != "ignore-range":
                     start = int(match.group(1))
-                    end = int(match.group(2)) + 1 if match.group(2) else len(data)
-                    end = min(end, len(data))
-                    payload = data[start:end]
+                    end = min(int(match.group(2)) + 1 if match.group(2) else size, size)
                     if rule == "short":
-                        payload = payload[: len(payload) // 2]
+                        end = start + (end - start) // 2
                     elif rule == "long":
-                        payload = data[start : end + 7]
+                        end = min(size, end + 7)
+                    payload = _read(file, start, end) if body else b""
                     self.send_response(206)
-                    self.send_header(
-                        "Content-Range", f"bytes {start}-{start + len(payload) - 1}/{len(data)}"
-                    )
+                    self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
                 else:
-                    payload = data
+                    start, end = 0, size
+                    payload = _read(file, 0, size) if body else b""
                     self.send_response(200)
-                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Content-Length", str(end - start))
                 self.send_header("Accept-Ranges", "bytes")
                 self.end_headers()
                 if body:
