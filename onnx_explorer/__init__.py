@@ -16,6 +16,7 @@ from .metrics import metrics, read_ort_profile
 from .model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueInfo
 from .model_diff import ModelDiff, compare_models
 from .readers import load
+from .report_many import weights_report_many
 from .stats import Histogram, TensorStats
 from .tensors import Tensor, TensorLocation
 
@@ -48,6 +49,7 @@ __all__ = [
     "load",
     "metrics",
     "read_ort_profile",
+    "weights_report_many",
 ]
 
 

@@ -80,9 +80,54 @@ def _attribute_line(rows: list[dict[str, Any]]) -> str | None:
     return f"in attributes: {values} values in {len(nodes)} nodes"
 
 
+def _cmd_many(args: argparse.Namespace) -> int:
+    from .report_many import weights_report_many
+
+    client = None
+    if args.scheduler:
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise ImportError(
+                "--scheduler needs dask.distributed: pip install 'onnx_explorer[distributed]'"
+            ) from None
+        client = Client(args.scheduler)
+    try:
+        result = weights_report_many([args.path, *args.more], client=client)
+    finally:
+        if client is not None:
+            client.close()
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+        return 0
+    header = ("model", "tensors", "values", "min", "max", "mean", "std", "nan", "inf")
+    lines: list[tuple[str, ...]] = [header]
+    for item in [*result.models, None]:
+        totals = result.totals if item is None else item.totals
+        name = "all models" if item is None else terminal_safe(item.source)
+        if item is not None and item.error:
+            lines.append((name, "error: " + terminal_safe(item.error)[:120]))
+            continue
+        lines.append(
+            (name, str(totals.tensors), str(totals.values),
+             *(_cell(v) for v in (totals.to_dict()["min"], totals.to_dict()["max"],
+                                  totals.mean, totals.std)),
+             str(totals.nan), str(totals.inf))
+        )  # fmt: skip
+    widths = [max(len(line[i]) for line in lines if len(line) > i) for i in range(len(header))]
+    for line in lines:
+        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip())
+    return 0
+
+
 def _cmd_weights(args: argparse.Namespace) -> int:
     from .readers import load
     from .report import sort_rows, weights_report
+
+    if args.many or args.more:
+        if not args.many:
+            raise ValueError("several models given: add --many to report on all of them")
+        return _cmd_many(args)
 
     if args.top is not None and args.top < 0:
         raise ValueError(f"--top must not be negative, not {args.top}")
@@ -128,4 +173,10 @@ def register(sub: Any, add_common: Callable[[argparse.ArgumentParser], None]) ->
     parser.add_argument("--top", type=int, metavar="N", help="show only the first N rows")
     parser.add_argument("--dequantize", action="store_true",
                         help="statistics of dequantized values for quantized weights")  # fmt: skip
+    parser.add_argument("more", nargs="*", metavar="MORE",
+                        help="with --many: more model paths or URLs")  # fmt: skip
+    parser.add_argument("--many", action="store_true",
+                        help="report on every model given, in parallel, merged")  # fmt: skip
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="with --many: a dask.distributed scheduler to run on")  # fmt: skip
     parser.set_defaults(handler=_cmd_weights)

@@ -18,7 +18,9 @@ import numpy as np
 
 from .dtypes import DType, decode_bytes
 from .errors import ExplorerError, ExternalDataError, TensorDataError
-from .external_data import DataFile, DataFiles, ExternalRef, parse_size_field, resolve_location
+from .external_data import DataFiles, ExternalRef, parse_size_field, resolve_location
+from .sources import ByteSource
+from .sources.remote import RemoteDir
 from .stats import (
     Dequantizer,
     Histogram,
@@ -112,13 +114,13 @@ class BytesSource(TensorSource):
     Bytes in memory come from :meth:`buffer`; bytes in a file from :meth:`file_range`,
     read with ``pread`` into owned buffers when streaming (a file that shrinks
     meanwhile is an error, not a SIGBUS) and mapped only by ``numpy()`` of a large
-    tensor (see :meth:`DataFile.view` for what a map can and cannot guard against).
+    tensor (see :meth:`~.sources.LocalFile.view` for what a map can and cannot guard against).
     """
 
     def buffer(self, name: str) -> Any:
         raise NotImplementedError
 
-    def file_range(self, name: str) -> tuple[DataFile, int, int] | None:
+    def file_range(self, name: str) -> tuple[ByteSource, int, int] | None:
         """(file, offset, length) when the bytes live in a file, checked against its size."""
         return None
 
@@ -136,7 +138,9 @@ class BytesSource(TensorSource):
         self._check_length(len(buf), dt, count, name)
         return buf
 
-    def _checked_range(self, dt: DType, count: int, name: str) -> tuple[DataFile, int, int] | None:
+    def _checked_range(
+        self, dt: DType, count: int, name: str
+    ) -> tuple[ByteSource, int, int] | None:
         if not dt.is_numeric and dt.name not in ("complex64", "complex128"):
             raise TensorDataError(f"tensor {name!r}: {dt.name} cannot be stored as raw bytes")
         where = self.file_range(name)
@@ -145,7 +149,7 @@ class BytesSource(TensorSource):
         return where
 
     @staticmethod
-    def _read(data_file: DataFile, offset: int, length: int, name: str) -> np.ndarray:
+    def _read(data_file: ByteSource, offset: int, length: int, name: str) -> np.ndarray:
         raw = np.empty(length, np.uint8)
         try:
             data_file.read_into(offset, raw)
@@ -234,36 +238,42 @@ class FileRange(BytesSource):
     """Bytes at a known offset of the model file (raw_data found by the wire walk)."""
 
     def __init__(
-        self, data_file: DataFile, offset: int, length: int, kind: str = "embedded"
+        self, data_file: ByteSource, offset: int, length: int, kind: str = "embedded"
     ) -> None:
         self._file = data_file
         self._offset = offset
         self._length = length
-        self.location = TensorLocation(kind, str(data_file.path), offset, length)
+        self.location = TensorLocation(kind, data_file.display, offset, length)
 
-    def file_range(self, name: str) -> tuple[DataFile, int, int]:
+    def file_range(self, name: str) -> tuple[ByteSource, int, int]:
         return self._file, self._offset, self._length
 
 
 class ExternalBytes(BytesSource):
     """Bytes in an external data file, resolved and validated on first read."""
 
-    def __init__(self, ref: ExternalRef, base_dir: Path | None, files: DataFiles) -> None:
+    def __init__(
+        self, ref: ExternalRef, base_dir: Path | RemoteDir | None, files: DataFiles
+    ) -> None:
         self.ref = ref
         self._base_dir = base_dir
         self._files = files
         self.location = TensorLocation("external", ref.location, ref.offset_int(), ref.length_int())
 
-    def data_file(self, name: str) -> DataFile:
+    def data_file(self, name: str) -> ByteSource:
         if self._base_dir is None:
             raise ExternalDataError(
                 f"tensor {name!r}: stored in external file {self.ref.location!r}, but the model "
                 "was not loaded from a file; pass external_data_dir=..."
             )
+        if isinstance(self._base_dir, RemoteDir):  # same rules, joined under the model's URL
+            base = self._base_dir
+            url = base.resolve(self.ref.location, name)
+            return self._files.get_source(url, lambda: base.open(url))
         path = resolve_location(self._base_dir, self.ref.location, name)
         return self._files.get(path)
 
-    def file_range(self, name: str) -> tuple[DataFile, int, int]:
+    def file_range(self, name: str) -> tuple[ByteSource, int, int]:
         offset = parse_size_field(self.ref.offset, "offset", name) or 0
         length = parse_size_field(self.ref.length, "length", name)
         data_file = self.data_file(name)

@@ -34,6 +34,7 @@ EXPECTED = {
     "load",
     "metrics",
     "read_ort_profile",
+    "weights_report_many",
 }
 
 

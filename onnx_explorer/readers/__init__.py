@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import ModelFormatError
 from ..model import Model
+from ..sources import is_url
 
 
 def detect_format(path: Path) -> str:
@@ -26,14 +27,31 @@ def load(
     *,
     external_data_dir: str | os.PathLike[str] | None = None,
     format: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
 ) -> Model:
     """Open a model read-only, reading no weight bytes.
 
     ``source`` is a path to an ONNX (``.onnx``) or TensorFlow GraphDef (``.pb``,
     ``.pbtxt``) file, a TensorFlow SavedModel directory (or its ``saved_model.pb``), a
-    MetaGraphDef ``.meta`` file, an ``onnx.ModelProto`` already in memory, or the bytes of
-    a file. External data is looked up next to the model, or in ``external_data_dir``.
+    MetaGraphDef ``.meta`` file, a URL (``https://``, ``s3://``, ``gs://``, ``hf://`` or
+    any other fsspec protocol, with ``storage_options`` passed to fsspec), an
+    ``onnx.ModelProto`` already in memory, or the bytes of a file. External data is
+    looked up next to the model (under the model's URL for a URL), or in
+    ``external_data_dir``. A remote model is read by range requests: opening fetches
+    the graph, a tensor its own bytes when it is read; ``cache_dir`` keeps fetched
+    blocks on disk so that opening again transfers nothing but the size check.
     """
+    if isinstance(source, str) and is_url(source):
+        from .remote import load_url
+
+        return load_url(
+            source,
+            external_data_dir=external_data_dir,
+            format=format,
+            storage_options=storage_options,
+            cache_dir=cache_dir,
+        )
     data_dir = Path(external_data_dir) if external_data_dir is not None else None
     if isinstance(source, bytes | bytearray | memoryview):
         return _load_bytes(bytes(source), data_dir, format)

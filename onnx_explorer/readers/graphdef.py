@@ -35,6 +35,7 @@ from typing import Any
 from ..errors import ModelFormatError
 from ..external_data import DataFiles
 from ..model import Model
+from ..sources import ByteSource
 from .graphdef_attrs import FunctionRef, shape_dims, shape_text
 from .graphdef_build import function_path, model_from_graphdef
 from .graphdef_ops import INPUT_OPS, NOT_OUTPUTS, layout_note, output_dtype
@@ -67,6 +68,19 @@ def read_graphdef_file(path: Path) -> Model:
     except BaseException:
         files.close()  # a file that is no model keeps no descriptor open
         raise
+
+
+def read_graphdef_source(model_file: ByteSource, files: DataFiles) -> Model:
+    """A binary GraphDef from any byte source (a URL), walked by ranges; weights stay there."""
+    what = repr(model_file.display)
+    size = model_file.size
+    if size == 0:
+        raise ModelFormatError(f"{what} is empty")
+    stripped = strip_file(model_file, size, lambda source: strip(source, what), what)
+    proto = parse_binary(stripped.data, what)
+    ctx = TensorContext("embedded", stripped, model_file)
+    name = model_file.display.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return model_from_graphdef(proto, name=name, ctx=ctx, data_files=files)
 
 
 def read_graphdef_bytes(data: bytes) -> Model:
@@ -102,6 +116,7 @@ __all__ = [
     "read_graphdef_bytes",
     "read_graphdef_file",
     "read_graphdef_proto",
+    "read_graphdef_source",
     "shape_dims",
     "shape_text",
     "text_depth",

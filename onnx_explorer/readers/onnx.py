@@ -21,6 +21,8 @@ from google.protobuf.message import DecodeError
 from ..errors import ModelFormatError
 from ..external_data import DataFiles
 from ..model import Model
+from ..sources import ByteSource
+from ..sources.remote import RemoteDir
 from .onnx_graph import function, graph, materialize, opset_imports
 from .onnx_shapes import ShapeInference
 from .onnx_values import TensorContext, _s, value_info
@@ -42,7 +44,7 @@ def model_from_proto(
     proto: onnx.ModelProto,
     *,
     path: Path | None = None,
-    base_dir: Path | None = None,
+    base_dir: Path | RemoteDir | None = None,
     stripped: Stripped | None = None,
     model_file: Any = None,
     files: DataFiles | None = None,
@@ -105,21 +107,14 @@ def _read_onnx_file(path: Path, external_data_dir: Path | None, files: DataFiles
     if size == 0:
         raise ModelFormatError(f"{str(path)!r} is empty")
     what = repr(str(path))
-
-    def strip(source: Any) -> Stripped:
-        try:
-            return strip_payloads(source, ONNX_MODEL_SCHEMA, CUT_FROM)
-        except ModelFormatError as exc:
-            raise ModelFormatError(f"{what} is not a valid ONNX model: {exc}") from None
-
     if size <= WALK_MAPPED:
         # The model file's map, through which tensors are read later: no copy of the file.
         view = model_file.view(0, size)
-        stripped = strip(view)
+        stripped = _strip(view, what)
         proto = _parse(stripped.data, what)
         _forget_pages(view)
     else:
-        stripped = strip_file(model_file.path, size, strip, what)
+        stripped = strip_file(model_file.path, size, lambda src: _strip(src, what), what)
         proto = _parse(stripped.data, what)
     stripped.data = b""  # parsed: the markers' ranges are what is left to use
     base_dir = Path(external_data_dir) if external_data_dir is not None else path.parent
@@ -128,14 +123,40 @@ def _read_onnx_file(path: Path, external_data_dir: Path | None, files: DataFiles
     )
 
 
-def read_onnx_bytes(data: bytes, external_data_dir: Path | None = None) -> Model:
+def _strip(source: Any, what: str) -> Stripped:
+    try:
+        return strip_payloads(source, ONNX_MODEL_SCHEMA, CUT_FROM)
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{what} is not a valid ONNX model: {exc}") from None
+
+
+def read_onnx_source(
+    model_file: ByteSource, base: Path | RemoteDir | None, files: DataFiles
+) -> Model:
+    """An ONNX model from any byte source (a URL): the wire walk fetches only the ranges it
+    looks at, skipping the weights, which tensors fetch later by range."""
+    size = model_file.size
+    what = repr(model_file.display)
+    if size == 0:
+        raise ModelFormatError(f"{what} is empty")
+    stripped = strip_file(model_file, size, lambda src: _strip(src, what), what)
+    proto = _parse(stripped.data, what)
+    stripped.data = b""
+    return model_from_proto(
+        proto, base_dir=base, stripped=stripped, model_file=model_file, files=files
+    )
+
+
+def read_onnx_bytes(data: bytes, external_data_dir: Path | RemoteDir | None = None) -> Model:
     try:
         stripped = strip_payloads(data, ONNX_MODEL_SCHEMA, CUT_FROM)
     except ModelFormatError as exc:
         raise ModelFormatError(f"the given bytes are not a valid ONNX model: {exc}") from None
     proto = _parse(stripped.data, "the given bytes")
     stripped.data = b""
-    base = Path(external_data_dir) if external_data_dir is not None else None
+    base = external_data_dir
+    if base is not None and not isinstance(base, RemoteDir):
+        base = Path(base)
     model = model_from_proto(proto, base_dir=base, stripped=stripped, model_file=data)
     model.source_bytes = data
     return model
@@ -149,4 +170,4 @@ def read_onnx_proto(proto: onnx.ModelProto, external_data_dir: Path | None = Non
     return model
 
 
-__all__ = ["read_onnx_bytes", "read_onnx_file", "read_onnx_proto"]
+__all__ = ["read_onnx_bytes", "read_onnx_file", "read_onnx_proto", "read_onnx_source"]

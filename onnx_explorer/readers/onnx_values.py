@@ -17,6 +17,7 @@ import onnx
 from ..dtypes import DType, dtype
 from ..external_data import DataFiles, ExternalRef
 from ..model import SparseTensor, ValueInfo
+from ..sources.remote import RemoteDir
 from ..tensors import (
     ArraySource,
     BytesSource,
@@ -139,10 +140,12 @@ def _typed_loader(tp: onnx.TensorProto) -> Callable[[], np.ndarray]:
 class TensorContext:
     """What describing one model's tensors needs: where their bytes live."""
 
-    def __init__(self, base_dir: Path | None, stripped: Stripped | None, model_file: Any) -> None:
+    def __init__(
+        self, base_dir: Path | RemoteDir | None, stripped: Stripped | None, model_file: Any
+    ) -> None:
         self.base_dir = base_dir
         self.stripped = stripped
-        self.model_file = model_file  # DataFile or bytes the stripped ranges refer to
+        self.model_file = model_file  # ByteSource or bytes the stripped ranges refer to
         self.files = DataFiles()
 
     def tensor(self, tp: onnx.TensorProto, name: str | None = None) -> Tensor:

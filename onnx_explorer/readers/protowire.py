@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ModelFormatError
+from ..sources import ByteSource
 
 #: Payloads at least this long are replaced by a marker (smaller ones are cheaper to keep).
 DEFAULT_THRESHOLD = 256
@@ -70,26 +71,35 @@ def _varint(buf: Any, pos: int, end: int) -> tuple[int, int]:
 
 
 class FileBuffer:
-    """Read-only bytes of a file, fetched by ``pread`` as the walk asks for them.
+    """Read-only bytes of a file or byte source, fetched as the walk asks for them.
 
     Walking through an mmap would make every touched page count in the process's
     RSS, and with large page-cache folios (Linux 6.x, ext4/xfs) a single header
     byte can map hundreds of KB; ``pread`` copies only the bytes looked at. The
-    walk only moves forward, so one cached block is enough.
+    walk only moves forward, so one cached block is enough. Over a network each
+    block is a request: a block read right where the last one ended doubles the next
+    (up to ``MAX_BLOCK``: the graph's nodes come in few requests), and a jump over a
+    payload starts small again (opening skips the weights, a few KB per tensor).
     """
 
     BLOCK = 1 << 14
+    MAX_BLOCK = 1 << 20
 
-    def __init__(self, fd: int, size: int) -> None:
-        self._fd = fd
+    def __init__(self, source: int | ByteSource, size: int) -> None:
+        self._fd = source if isinstance(source, int) else None
+        self._source = source if not isinstance(source, int) else None
         self._size = size
         self._block_start = -1
         self._block = b""
+        self._next = self.BLOCK
 
     def __len__(self) -> int:
         return self._size
 
     def _read(self, offset: int, length: int) -> bytes:
+        if self._source is not None:
+            return self._source.fetch(offset, length)
+        assert self._fd is not None
         data = os.pread(self._fd, length, offset)
         if len(data) != length:
             raise ModelFormatError(f"the file shrank while being read (offset {offset})")
@@ -103,8 +113,10 @@ class FileBuffer:
         if not 0 <= index < len(self._block):
             if not 0 <= key < self._size:
                 raise IndexError(key)
+            sequential = key == self._block_start + len(self._block)
+            self._next = min(self.MAX_BLOCK, self._next * 2) if sequential else self.BLOCK
             self._block_start = key
-            self._block = self._read(key, min(self.BLOCK, self._size - key))
+            self._block = self._read(key, min(self._next, self._size - key))
             index = 0
         return self._block[index]
 
@@ -113,21 +125,28 @@ class FileBuffer:
 READ_WHOLE = 32 << 20
 
 
-def strip_file(path: Path, size: int, strip: Callable[[Any], Stripped], what: str) -> Stripped:
-    """Run ``strip`` over a file's bytes, read by ``pread`` rather than through a map.
+def strip_file(
+    source: Path | ByteSource, size: int, strip: Callable[[Any], Stripped], what: str
+) -> Stripped:
+    """Run ``strip`` over a file's bytes, read by ranges rather than through a map.
 
     Every touched page of a map counts in RSS, and with large page-cache folios one
     header byte can bring in hundreds of KB; small files are simply read whole.
+    ``source`` is a path (opened here) or a :class:`~onnx_explorer.sources.ByteSource`
+    (a local file's descriptor, or a URL read by range requests).
     """
+    if isinstance(source, ByteSource):
+        buffer: Any = FileBuffer(source, size)
+        return strip(buffer[0:size] if size <= READ_WHOLE else buffer)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(source, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
         raise ModelFormatError(f"{what} cannot be read: {exc.strerror}") from None
     try:
-        source: Any = FileBuffer(fd, size)
+        buffer = FileBuffer(fd, size)
         if size <= READ_WHOLE:
-            source = source[0:size]
-        return strip(source)
+            buffer = buffer[0:size]
+        return strip(buffer)
     finally:
         os.close(fd)
 

@@ -25,7 +25,8 @@ import numpy as np
 
 from ..dtypes import DType
 from ..errors import ExplorerError, ExternalDataError, ModelFormatError, TensorDataError
-from ..external_data import DataFile, DataFiles, ExternalRef
+from ..external_data import DataFiles, ExternalRef
+from ..sources import ByteSource
 from ..tensors import ExternalBytes, Tensor, TensorLocation, TensorSource
 from . import graphdef_proto as pb
 from .graphdef_tensors import tf_dtype
@@ -68,7 +69,7 @@ class BundleBytes(ExternalBytes):
         self._length = int(entry.size)
         self._crc = unmask(int(entry.crc32c))
 
-    def file_range(self, name: str) -> tuple[DataFile, int, int]:
+    def file_range(self, name: str) -> tuple[ByteSource, int, int]:
         data_file = self.data_file(name)
         try:
             size = data_file.size

@@ -1,0 +1,312 @@
+"""A byte source on any fsspec URL (``https://``, ``s3://``, ``gs://``, ``hf://``, ...).
+
+Only ranges are fetched: small reads (the wire walk's headers, small tensors) are
+coalesced into aligned blocks of ``block_size`` kept in a few in-memory slots (and on
+disk with ``cache_dir=``); large reads are fetched as asked, in pieces, with a
+progress bar for long transfers. Every answer is checked: a server that returns
+more or fewer bytes than asked (it ignored the Range header, the object changed) is
+an :class:`ExternalDataError`, never a wrong tensor. Sizes come from the object's
+metadata (HEAD / stat) before any read. Nothing shown names credentials: messages
+carry :func:`~.urls.redact_url` forms, and errors of the libraries underneath are
+passed on scrubbed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from ..errors import ExplorerError, ExternalDataError, ModelFormatError, UnsafePathError
+from .base import ByteSource
+from .urls import host_of, join_location, parent_url, redact_url, scheme_of, scrub
+
+#: Small reads are served from aligned blocks of this size (one request per block).
+DEFAULT_BLOCK_SIZE = 1 << 20
+#: Large ranges are fetched in requests of at most this many bytes (progress, Ctrl-C).
+MAX_REQUEST = 16 << 20
+#: Transfers from this size on show a progress bar.
+PROGRESS_FROM = 64 << 20
+#: Blocks kept in memory per source.
+MEMORY_BLOCKS = 8
+
+_HTTP = ("http", "https")
+
+
+def require_fsspec() -> Any:
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(
+            "opening a model by URL needs fsspec: pip install 'onnx_explorer[remote]'"
+        ) from None
+    return fsspec
+
+
+def _failure(display: str, exc: BaseException, doing: str) -> ExternalDataError:
+    """A library's exception as our error, naming the object but never its credentials."""
+    if isinstance(exc, ExplorerError):
+        return ExternalDataError(f"{display!r}: {exc}")
+    if isinstance(exc, FileNotFoundError):
+        return ExternalDataError(f"{display!r} does not exist")
+    if isinstance(exc, PermissionError):
+        return ExternalDataError(f"{display!r}: access denied (check the credentials)")
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        return ExternalDataError(f"{display!r} {doing}: the server answered HTTP {status}")
+    detail = scrub(str(exc))[:300]
+    return ExternalDataError(f"{display!r} {doing}: {type(exc).__name__}: {detail}")
+
+
+class RemoteFile(ByteSource):
+    """One remote object read by ranges; ``bytes_transferred`` counts what came back."""
+
+    def __init__(
+        self,
+        fs: Any,
+        url: str,
+        *,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        cache_dir: str | os.PathLike[str] | None = None,
+        progress: bool = True,
+    ) -> None:
+        self._fs = fs
+        self._url = url  # may hold a signed query string: used, never shown
+        self._read_url = url
+        self.display = redact_url(url)
+        self.block_size = max(4096, int(block_size))
+        self._cache_root = Path(cache_dir) if cache_dir is not None else None
+        self._cache_path: Path | None = None
+        self._progress = progress
+        self._http = scheme_of(url) in _HTTP
+        self._lock = threading.Lock()
+        self._size: int | None = None
+        self._blocks: OrderedDict[int, bytes] = OrderedDict()
+        self._sha1: str | None = None
+        self.bytes_transferred = 0
+        self.requests = 0
+
+    # -- metadata -----------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """The object's size from its metadata (HEAD / stat), asked once before any read."""
+        if self._size is None:
+            self._size = self._stat()
+        return self._size
+
+    def _stat(self) -> int:
+        try:
+            info = self._fs.info(self._url)
+        except Exception as exc:
+            raise _failure(self.display, exc, "cannot be opened") from None
+        final = info.get("url")
+        if self._http and isinstance(final, str) and final != self._url:
+            if host_of(final) != host_of(self._url) or scheme_of(final) != scheme_of(self._url):
+                raise UnsafePathError(
+                    f"{self.display!r} redirects to {redact_url(final)!r}, another host or "
+                    "scheme (refused: data must come from where the model is)"
+                )
+            self._read_url = final  # same host: read where the server sent us
+        if info.get("type") == "directory":
+            raise ExternalDataError(f"{self.display!r} is a directory, not a file")
+        size = info.get("size")
+        if not isinstance(size, int) or size < 0:
+            raise ExternalDataError(
+                f"{self.display!r}: the server does not say how large it is (no "
+                "Content-Length), so ranges cannot be checked; refused"
+            )
+        if self._cache_root is not None:
+            tag = f"{self.display}\n{size}\n{info.get('ETag') or info.get('etag') or ''}"
+            name = hashlib.sha256(tag.encode()).hexdigest()[:32]
+            self._cache_path = self._cache_root / name
+            self._cache_path.mkdir(parents=True, exist_ok=True)
+        return size
+
+    # -- reading --------------------------------------------------------------------
+    def read_into(self, offset: int, out: Any) -> None:
+        target = memoryview(out).cast("B")
+        self.check_range(offset, len(target))
+        if not target:
+            return
+        if self._cache_path is not None or len(target) < self.block_size:
+            self._read_blocks(offset, target)
+        else:
+            self._read_direct(offset, target)
+
+    def fetch(self, offset: int, length: int) -> bytes:
+        """Exactly the range asked for: no read-ahead (the wire walk sizes its own reads)."""
+        out = bytearray(length)
+        target = memoryview(out)
+        self.check_range(offset, length)
+        if length == 0:
+            return b""
+        if self._cache_path is not None:
+            self._read_blocks(offset, target)
+        else:
+            self._read_direct(offset, target)
+        return bytes(out)
+
+    def _get(self, start: int, end: int) -> bytes:
+        """One ranged request, checked: exactly ``end - start`` bytes or an error."""
+        kwargs = {"allow_redirects": False} if self._http else {}
+        try:
+            data = self._fs.cat_file(self._read_url, start=start, end=end, **kwargs)
+        except Exception as exc:
+            raise _failure(self.display, exc, "cannot be read") from None
+        with self._lock:
+            self.requests += 1
+            self.bytes_transferred += len(data)
+        if len(data) != end - start:
+            raise ExternalDataError(
+                f"{self.display!r}: asked for {end - start} bytes at offset {start}, got "
+                f"{len(data)} (the server ignored the range, or the object changed)"
+            )
+        return data
+
+    def _read_direct(self, offset: int, target: memoryview) -> None:
+        with self._bar(len(target)) as bar:
+            for start in range(0, len(target), MAX_REQUEST):
+                stop = min(len(target), start + MAX_REQUEST)
+                target[start:stop] = self._get(offset + start, offset + stop)
+                bar.update(stop - start)
+
+    def _read_blocks(self, offset: int, target: memoryview) -> None:
+        size = self.size
+        end = offset + len(target)
+        index = offset // self.block_size
+        last = (end - 1) // self.block_size
+        with self._bar(len(target)) as bar:
+            while index <= last:
+                base = index * self.block_size
+                data = self._block(index)
+                if data is None:  # fetch the run of missing blocks in one request
+                    run_end = index + 1
+                    while (
+                        run_end <= last
+                        and (run_end - index) * self.block_size < MAX_REQUEST
+                        and self._block(run_end) is None
+                    ):
+                        run_end += 1
+                    data = self._get(base, min(size, run_end * self.block_size))
+                    for k in range(index, run_end):
+                        at = (k - index) * self.block_size
+                        self._keep(k, data[at : at + self.block_size])
+                    bar.update(len(data))
+                    index = run_end
+                else:
+                    index += 1
+                lo = max(offset, base)
+                hi = min(end, base + len(data))
+                target[lo - offset : hi - offset] = data[lo - base : hi - base]
+
+    def _block(self, index: int) -> bytes | None:
+        with self._lock:
+            block = self._blocks.get(index)
+            if block is not None:
+                self._blocks.move_to_end(index)
+                return block
+        if self._cache_path is None:
+            return None
+        expected = min(self.block_size, self.size - index * self.block_size)
+        try:
+            data = (self._cache_path / f"{index}").read_bytes()
+        except OSError:
+            return None
+        if len(data) != expected:  # a torn write: fetch again
+            return None
+        self._remember(index, data)
+        return data
+
+    def _keep(self, index: int, data: bytes) -> None:
+        self._remember(index, data)
+        if self._cache_path is not None:
+            path = self._cache_path / f"{index}"
+            temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.part")
+            try:
+                temporary.write_bytes(data)
+                os.replace(temporary, path)  # atomic: a reader never sees half a block
+            except OSError:
+                pass  # a cache that cannot be written only costs a later fetch
+
+    def _remember(self, index: int, data: bytes) -> None:
+        with self._lock:
+            self._blocks[index] = data
+            self._blocks.move_to_end(index)
+            while len(self._blocks) > MEMORY_BLOCKS:
+                self._blocks.popitem(last=False)
+
+    def _bar(self, total: int) -> Any:
+        from tqdm.auto import tqdm
+
+        name = self.display.rsplit("/", 1)[-1]
+        enabled = self._progress and total >= PROGRESS_FROM
+        return tqdm(
+            total=total, unit="B", unit_scale=True, desc=name, leave=False, disable=not enabled
+        )
+
+    def sha1(self) -> str:
+        if self._sha1 is None:
+            digest = hashlib.sha1()
+            size = self.size
+            with self._bar(size) as bar:
+                for start in range(0, size, MAX_REQUEST):
+                    stop = min(size, start + MAX_REQUEST)
+                    chunk = self._get(start, stop)
+                    digest.update(chunk)
+                    bar.update(len(chunk))
+            self._sha1 = digest.hexdigest()
+        return self._sha1
+
+    def close(self) -> None:
+        with self._lock:
+            self._blocks.clear()
+
+
+class RemoteDir:
+    """The URL "directory" of a remote model: external data is looked up under it."""
+
+    def __init__(self, fs: Any, url: str, **options: Any) -> None:
+        self._fs = fs
+        self.url = parent_url(url)
+        self.display = redact_url(self.url)
+        self._options = options
+
+    def resolve(self, location: str, tensor: str) -> str:
+        return join_location(self.url, location, tensor)
+
+    def open(self, url: str) -> RemoteFile:
+        return RemoteFile(self._fs, url, **self._options)
+
+
+def open_url(
+    url: str,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    progress: bool = True,
+) -> tuple[RemoteFile, RemoteDir]:
+    """The model object at ``url`` and the directory its external data lives in."""
+    fsspec = require_fsspec()
+    display = redact_url(url)
+    try:
+        fs, _ = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    except ImportError as exc:
+        raise ImportError(
+            f"opening {scheme_of(url)}:// URLs needs an fsspec implementation ({exc}); "
+            "pip install 'onnx_explorer[remote]'"
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise ModelFormatError(f"{display!r} cannot be opened: {scrub(str(exc))[:300]}") from None
+    options: dict[str, Any] = {
+        "block_size": block_size,
+        "cache_dir": cache_dir,
+        "progress": progress,
+    }
+    return RemoteFile(fs, url, **options), RemoteDir(fs, url, **options)
+
+
+__all__ = ["DEFAULT_BLOCK_SIZE", "RemoteDir", "RemoteFile", "open_url", "require_fsspec"]
