@@ -66,6 +66,7 @@ def compare_models(
         tensor_pairs={(p.a.name, p.b.name): p for p in pairs},
         status=walk.status,
         removed_where=walk.removed_where,
+        nodes_matched=walk.matched,
         atol=atol,
         rtol=rtol,
     )
@@ -141,6 +142,7 @@ class _Walk:
     added: list[NodeRef] = field(default_factory=list)
     removed: list[NodeRef] = field(default_factory=list)
     renamed: list[tuple[NodeRef, NodeRef]] = field(default_factory=list)
+    matched: list[tuple[NodeRef, NodeRef]] = field(default_factory=list)
     changed: list[NodeChange] = field(default_factory=list)
     tensors_added: list[str] = field(default_factory=list)
     tensors_removed: list[str] = field(default_factory=list)
@@ -313,6 +315,7 @@ class _Walk:
                 continue
             i = match.b2a[j]
             node_a = ga.nodes[i]
+            self.matched.append((_ref(ga, i), _ref(gb, j)))
             if (
                 match.attrs_a[i] == match.attrs_b[j]
                 and node_a.qualified_op == node.qualified_op
