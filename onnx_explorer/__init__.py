@@ -16,6 +16,16 @@ from .metrics import metrics, read_ort_profile
 from .model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueInfo
 from .model_diff import ModelDiff, compare_models
 from .readers import load
+from .runs import (
+    CompareResult,
+    FeedError,
+    OnnxRuntimeMissingError,
+    RunError,
+    RunFailedError,
+    RunResult,
+    compare,
+    run,
+)
 from .stats import Histogram, TensorStats
 from .tensors import Tensor, TensorLocation
 
@@ -23,8 +33,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Attribute",
+    "CompareResult",
     "ExplorerError",
     "ExternalDataError",
+    "FeedError",
     "Function",
     "Graph",
     "GraphvizNotFoundError",
@@ -33,7 +45,11 @@ __all__ = [
     "ModelDiff",
     "ModelFormatError",
     "Node",
+    "OnnxRuntimeMissingError",
     "RenderError",
+    "RunError",
+    "RunFailedError",
+    "RunResult",
     "SparseTensor",
     "Tensor",
     "TensorDataError",
@@ -42,12 +58,14 @@ __all__ = [
     "UnsafePathError",
     "ValueInfo",
     "__version__",
+    "compare",
     "diff",
     "explore",
     "explore_diff",
     "load",
     "metrics",
     "read_ort_profile",
+    "run",
 ]
 
 

@@ -222,8 +222,9 @@ def compare_values(
                                 math.nan, True, "sequence: not compared")  # fmt: skip
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
+        note = f"shape differs: {a.shape} vs {b.shape}"
         return TensorComparison(name_a, name_b, node, a.shape, math.inf, math.inf, math.nan,
-                                -math.inf, False, f"shape differs: {a.shape} vs {b.shape}")  # fmt: skip
+                                -math.inf, False, note)  # fmt: skip
     if a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
         equal = bool(np.array_equal(a, b))
         return TensorComparison(name_a, name_b, node, a.shape, 0.0 if equal else math.inf,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +65,7 @@ class Execution:
         last_use: dict[str, int],
         start: int,
         wanted: set[str],
-    ) -> Iterator[Produced]:
+    ) -> Generator[Produced, None, bool]:
         try:
             results = self._run(segment, live)
         except RunError as exc:

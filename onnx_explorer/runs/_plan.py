@@ -171,9 +171,7 @@ def _topological(graph: onnx.GraphProto, needs: list[tuple[str, ...]]) -> list[i
     return order
 
 
-def segment_model(
-    plan: Plan, nodes: list[int], live: dict[str, Any], outputs: list[str]
-) -> bytes:
+def segment_model(plan: Plan, nodes: list[int], live: dict[str, Any], outputs: list[str]) -> bytes:
     """The serialized model of one segment: those nodes, reading ``live`` values."""
     src = plan.model
     graph = onnx.GraphProto(name=src.graph.name or "segment")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,14 +171,12 @@ def run(
     if bar is not None:
         execution.on_segment = bar.update
     collector = Collector(the_plan, capture, keep, bins)
-    began = time.perf_counter()
     try:
         for produced in execution.values():
             collector.add(produced)
     finally:
         if bar is not None:
             bar.close()
-    del began
     result = collector.result(execution, given)
     if execution.failure is not None:
         raise RunFailedError(execution.failure.message, result)
