@@ -16,13 +16,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..stats import Histogram, array_histogram
 from ._execute import Execution, Failure, Produced
-from ._run import prepare
+from ._run import TensorRecord, prepare, record
 
 _BLOCK = 1 << 16
 
@@ -55,6 +56,9 @@ class CompareResult:
     unmatched_b: list[str]
     failure_a: Failure | None = None
     failure_b: Failure | None = None
+    records_a: dict[str, TensorRecord] = field(default_factory=dict)  # a's stats, by a name
+    records_b: dict[str, TensorRecord] = field(default_factory=dict)  # b's stats, by a name
+    differences: dict[str, Histogram] = field(default_factory=dict)  # of b − a, with ``bins``
 
     @property
     def first_beyond(self) -> TensorComparison | None:
@@ -105,44 +109,51 @@ def compare(
     seed: int = 0,
     vocab: int | None = None,
     progress: bool = False,
+    bins: int = 0,
 ) -> CompareResult:
     """Run ``a`` and ``b`` on the same feeds (generated from ``a`` when None; float
     inputs cast to ``b``'s precision) and compare every matched tensor; see the module
-    docstring for the measures."""
+    docstring for the measures. ``bins`` > 0: also each side's statistics and histograms
+    (``records_a``/``records_b``) and a histogram of the differences."""
     if not (atol >= 0 and rtol >= 0):
         raise ValueError(f"atol and rtol must be non-negative numbers, not {atol!r}, {rtol!r}")
     plan_a, feeds_a = prepare(a, feeds, dims=dims, seed=seed, vocab=vocab)
     plan_b, feeds_b = prepare(b, feeds_a, dims=dims, seed=seed, vocab=vocab, cast=True)
     pairs = _pairs(a, b, plan_a, plan_b)
     run_a, run_b = Execution(plan_a, feeds_a), Execution(plan_b, feeds_b)
-    wanted_a = set(pairs.values())
-    b_names = dict(pairs)
-    held: dict[str, Produced] = {}
-    made_b: dict[str, Any] = {}
-    stream_a = run_a.values()
-    done_a: list[Produced] = []
+    a_side = _ASide(run_a.values(), set(pairs.values()))
+    names_b = {name_a: name_b for name_b, name_a in pairs.items()}
+    found: list[tuple[int, TensorComparison]] = []
+    records_a: dict[str, TensorRecord] = {}
+    records_b: dict[str, TensorRecord] = {}
+    differences: dict[str, Histogram] = {}
     bar = _bar(len(plan_b.order)) if progress else None
     if bar is not None:
         run_b.on_segment = bar.update
-    for produced in run_b.values():
-        name_a = b_names.get(produced.name)
+    for produced_b in run_b.values():
+        name_a = pairs.get(produced_b.name)
         if name_a is None:
             continue
-        made_b[name_a] = produced.value
-        _advance(stream_a, held, wanted_a, done_a, until=name_a)
-    _advance(stream_a, held, wanted_a, done_a, until=None)
+        held = a_side.take(name_a)  # a's partner, made by now or in a's next steps
+        if held is None:
+            continue
+        position, produced = held
+        value_a, value_b = produced.value, produced_b.value
+        label = plan_a.node_label(produced.node)
+        if bins > 0:
+            op = plan_a.graph.node[produced.node].op_type
+            records_a[name_a] = record(name_a, label, op, value_a, bins)
+            records_b[name_a] = record(produced_b.name, label, op, value_b, bins)
+            difference = _difference(value_a, value_b)
+            if difference is not None:
+                differences[name_a] = array_histogram(difference, bins)
+        found.append(
+            (position, compare_values(name_a, names_b[name_a], label, value_a, value_b, atol, rtol))
+        )
+    a_side.finish()  # to its end: a failure of a is reported too
     if bar is not None:
         bar.close()
-    results = []
-    for produced in done_a:
-        value_b = made_b.get(produced.name)
-        if value_b is None:
-            continue
-        label = plan_a.node_label(produced.node)
-        results.append(
-            compare_values(produced.name, _b_name(pairs, produced.name), label,
-                           produced.value, value_b, atol, rtol)
-        )  # fmt: skip
+    results = [t for _, t in sorted(found, key=lambda item: item[0])]
     matched = {t.a for t in results}
     return CompareResult(
         results,
@@ -152,7 +163,18 @@ def compare(
         unmatched_b=[n for n in _outputs(plan_b) if n not in pairs],
         failure_a=run_a.failure,
         failure_b=run_b.failure,
+        records_a=records_a,
+        records_b=records_b,
+        differences=differences,
     )
+
+
+def _difference(a: Any, b: Any) -> np.ndarray | None:
+    if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray) or a.shape != b.shape:
+        return None
+    if a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
+        return None
+    return b.astype(np.float64) - a.astype(np.float64)
 
 
 def _bar(total: int) -> Any:
@@ -161,26 +183,30 @@ def _bar(total: int) -> Any:
     return tqdm(total=total, unit="node", desc="compare")
 
 
-def _b_name(pairs: dict[str, str], name_a: str) -> str:
-    return next(b for b, a in pairs.items() if a == name_a)
+class _ASide:
+    """Model a's values, pulled only as far as b's run needs; a wanted value is held
+    until its partner arrives, every other value dropped at once."""
 
+    def __init__(self, stream: Iterator[Produced], wanted: set[str]) -> None:
+        self.stream = stream
+        self.wanted = wanted
+        self.held: dict[str, tuple[int, Produced]] = {}
+        self.position = 0
 
-def _advance(
-    stream: Iterator[Produced],
-    held: dict[str, Produced],
-    wanted: set[str],
-    done: list[Produced],
-    until: str | None,
-) -> None:
-    """Pull ``a``'s values until ``until`` has been made (None: to the end)."""
-    if until is not None and until in held:
-        return
-    for produced in stream:
-        if produced.name in wanted:
-            held[produced.name] = produced
-            done.append(produced)
-        if until is not None and produced.name == until:
-            return
+    def take(self, name: str) -> tuple[int, Produced] | None:
+        if name not in self.held:
+            for produced in self.stream:
+                self.position += 1
+                if produced.name in self.wanted:
+                    self.held[produced.name] = (self.position, produced)
+                if produced.name == name:
+                    break
+        return self.held.pop(name, None)
+
+    def finish(self) -> None:
+        for _ in self.stream:
+            pass
+        self.held.clear()
 
 
 def _outputs(the_plan: Any) -> list[str]:
