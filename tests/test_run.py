@@ -272,3 +272,32 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert main(["run", str(good), "--feeds", str(feeds)]) == 2  # wrong feeds: an error
     assert "expected" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "missing.onnx")]) == 2
+
+
+def test_explorer_run_shows_the_selected_nodes_activations_and_jumps_to_the_nan(tmp_path):
+    path = tmp_path / "nan.onnx"
+    onnx.save(nan_model(), path)
+    ex = ox.explore(path)
+    result = ex.run({"x": np.array([[1, -1, 2, 0]], np.float32)}, progress=False)
+    panel = ex._activation_panel
+    assert result.first_nonfinite == "divide_by_itself"
+    panel.jump_to_problem()
+    assert ex.selected_name == "divide_by_itself"
+    assert "2 NaN" in panel.details.value and "<svg" in panel.details.value
+    ex.select("relu")
+    assert "float32[1×4]" in panel.details.value and "NaN" in panel.details.value
+    assert panel.overlay_values("non-finite") == {"relu": 0, "divide_by_itself": 2, "add": 2}
+
+
+def test_explorer_compare_shows_both_sides_and_the_difference(tmp_path):
+    path, half = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    onnx.save(mlp(), path)
+    onnx.save(_fp16_copy(mlp()), half)
+    ex = ox.explore(path)
+    result = ex.compare(half, progress=False)
+    panel = ex._activation_panel
+    panel.jump_to_problem()
+    assert ex.selected_name == result.first_beyond.node == "fc1"
+    html = panel.details.value
+    assert "h vs h" in html and "a: h" in html and "b: h" in html and "b − a" in html
+    assert set(panel.overlay_values("error vs other")) == {"fc1", "act", "fc2"}

@@ -174,7 +174,8 @@ def _difference(a: Any, b: Any) -> np.ndarray | None:
         return None
     if a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
         return None
-    return b.astype(np.float64) - a.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf − inf is NaN: counted as such
+        return b.astype(np.float64) - a.astype(np.float64)
 
 
 def _bar(total: int) -> Any:

@@ -132,6 +132,19 @@ class Explorer(widgets.VBox):
         self.model_panel.follow(path)  # the graph selector shows the graph that is drawn
         self._update_breadcrumb()
 
+    def run(self, feeds: Any = None, **options: Any) -> Any:
+        """Run the model with onnxruntime and show each node's activations; see
+        :func:`onnx_explorer.widgets.activations.attach_run`."""
+        from .activations import attach_run
+
+        return attach_run(self, feeds, **options)
+
+    def compare(self, other: Any, feeds: Any = None, **options: Any) -> Any:
+        """Run this model and ``other`` on the same feeds and show where they differ."""
+        from .activations import attach_compare
+
+        return attach_compare(self, other, feeds, **options)
+
     def save(self, path: str | os.PathLike[str], timeout: float = 60.0) -> Path:
         """Save the graph view shown now as ``.svg``, ``.png`` or ``.dot`` (by the suffix)."""
         return self.graph_view.save(Path(path), timeout)
