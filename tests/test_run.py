@@ -301,3 +301,13 @@ def test_explorer_compare_shows_both_sides_and_the_difference(tmp_path):
     html = panel.details.value
     assert "h vs h" in html and "a: h" in html and "b: h" in html and "b − a" in html
     assert set(panel.overlay_values("error vs other")) == {"fc1", "act", "fc2"}
+
+
+def test_compare_reports_a_tensor_that_overflows_to_inf_on_one_side():
+    # Regression: an infinite difference made the SNR a math domain error.
+    a = np.array([1.0, 300.0], np.float32)
+    b = np.array([1.0, np.inf], np.float32)
+    from onnx_explorer.runs._compare import compare_values
+
+    found = compare_values("t", "t", "n", a, b, 1e-4, 1e-3)
+    assert found.max_abs == np.inf and found.snr_db == -np.inf and not found.within

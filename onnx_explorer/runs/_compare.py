@@ -289,5 +289,20 @@ def compare_values(
         cosine = 0.0
     else:
         cosine = dot / math.sqrt(na * nb)
-    snr = math.inf if nd == 0 else (10 * math.log10(na / nd) if na > 0 else -math.inf)
+    snr = _snr_db(na, nd)
     return TensorComparison(name_a, name_b, node, a.shape, max_abs, max_rel, cosine, snr, within)
+
+
+def _snr_db(signal: float, noise: float) -> float:
+    """10·log10(signal / noise): inf without noise, -inf when the noise is infinite or
+    the signal is zero, NaN when either is NaN."""
+    if math.isnan(signal) or math.isnan(noise):
+        return math.nan
+    if noise == 0:
+        return math.inf
+    ratio = signal / noise
+    return (
+        10 * math.log10(ratio)
+        if ratio > 0 and math.isfinite(ratio)
+        else (math.inf if ratio == math.inf else -math.inf)
+    )
