@@ -17,6 +17,16 @@ from .model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueI
 from .model_diff import ModelDiff, compare_models
 from .readers import load
 from .report_many import weights_report_many
+from .runs import (
+    CompareResult,
+    FeedError,
+    OnnxRuntimeMissingError,
+    RunError,
+    RunFailedError,
+    RunResult,
+    compare,
+    run,
+)
 from .stats import Histogram, TensorStats
 from .tensors import Tensor, TensorLocation
 
@@ -24,8 +34,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Attribute",
+    "CompareResult",
     "ExplorerError",
     "ExternalDataError",
+    "FeedError",
     "Function",
     "Graph",
     "GraphvizNotFoundError",
@@ -34,7 +46,11 @@ __all__ = [
     "ModelDiff",
     "ModelFormatError",
     "Node",
+    "OnnxRuntimeMissingError",
     "RenderError",
+    "RunError",
+    "RunFailedError",
+    "RunResult",
     "SparseTensor",
     "Tensor",
     "TensorDataError",
@@ -43,12 +59,14 @@ __all__ = [
     "UnsafePathError",
     "ValueInfo",
     "__version__",
+    "compare",
     "diff",
     "explore",
     "explore_diff",
     "load",
     "metrics",
     "read_ort_profile",
+    "run",
     "weights_report_many",
 ]
 

@@ -74,7 +74,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 def _add_more_commands(sub: Any) -> None:
     """Subcommands defined in other modules register here (weights, render, diff, metrics)."""
-    for module_name in ("cli_weights", "cli_render", "cli_diff", "cli_metrics"):
+    for module_name in ("cli_weights", "cli_render", "cli_diff", "cli_metrics", "cli_run"):
         try:
             module = __import__(f"onnx_explorer.{module_name}", fromlist=["register"])
         except ModuleNotFoundError as exc:

@@ -9,8 +9,10 @@ import onnx_explorer
 
 EXPECTED = {
     "Attribute",
+    "CompareResult",
     "ExplorerError",
     "ExternalDataError",
+    "FeedError",
     "Function",
     "Graph",
     "GraphvizNotFoundError",
@@ -19,7 +21,11 @@ EXPECTED = {
     "ModelDiff",
     "ModelFormatError",
     "Node",
+    "OnnxRuntimeMissingError",
     "RenderError",
+    "RunError",
+    "RunFailedError",
+    "RunResult",
     "SparseTensor",
     "Tensor",
     "TensorDataError",
@@ -28,12 +34,14 @@ EXPECTED = {
     "UnsafePathError",
     "ValueInfo",
     "__version__",
+    "compare",
     "diff",
     "explore",
     "explore_diff",
     "load",
     "metrics",
     "read_ort_profile",
+    "run",
     "weights_report_many",
 }
 

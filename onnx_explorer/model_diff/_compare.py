@@ -69,6 +69,7 @@ def compare_models(
         tensor_pairs={(p.a.name, p.b.name): p for p in pairs},
         status=walk.status,
         removed_where=walk.removed_where,
+        nodes_matched=walk.matched,
         atol=atol,
         rtol=rtol,
     )
@@ -166,6 +167,7 @@ class _Walk:
     added: list[NodeRef] = field(default_factory=list)
     removed: list[NodeRef] = field(default_factory=list)
     renamed: list[tuple[NodeRef, NodeRef]] = field(default_factory=list)
+    matched: list[tuple[NodeRef, NodeRef]] = field(default_factory=list)
     changed: list[NodeChange] = field(default_factory=list)
     tensors_added: list[str] = field(default_factory=list)
     tensors_removed: list[str] = field(default_factory=list)
@@ -341,6 +343,7 @@ class _Walk:
                 status[node.name] = "added"
                 continue
             node_a = nodes_a[i]
+            self.matched.append((_ref(ga, i), _ref(gb, j)))
             if (
                 attrs_a[i] == attrs_b[j]
                 and ops_a[i] == ops_b[j]

@@ -64,6 +64,7 @@ class ModelDiff:
         tensor_pairs: dict[tuple[str, str], TensorPair],
         status: dict[str, dict[str, str]],
         removed_where: dict[str, list[RemovedNode]],
+        nodes_matched: list[tuple[NodeRef, NodeRef]] | None = None,
         atol: float = 0.0,
         rtol: float = 0.0,
     ) -> None:
@@ -73,6 +74,8 @@ class ModelDiff:
         self.nodes_removed = nodes_removed
         self.nodes_renamed = nodes_renamed
         self.nodes_changed = nodes_changed
+        # Every (a, b) node pair the match found, in every graph: renamed, changed or not.
+        self.nodes_matched = nodes_matched or []
         self.tensors_added = tensors_added
         self.tensors_removed = tensors_removed
         self.tensors_renamed = tensors_renamed

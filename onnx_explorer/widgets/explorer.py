@@ -298,6 +298,19 @@ class Explorer(widgets.VBox):
         self._overlay_args = (values, label, bool(change["new"]), reduce)
         self._paint(self._overlay_args)
 
+    def run(self, feeds: Any = None, **options: Any) -> Any:
+        """Run the model with onnxruntime and show each node's activations; see
+        :func:`onnx_explorer.widgets.activations.attach_run`."""
+        from .activations import attach_run
+
+        return attach_run(self, feeds, **options)
+
+    def compare(self, other: Any, feeds: Any = None, **options: Any) -> Any:
+        """Run this model and ``other`` on the same feeds and show where they differ."""
+        from .activations import attach_compare
+
+        return attach_compare(self, other, feeds, **options)
+
     def save(self, path: str | os.PathLike[str], timeout: float = 60.0) -> Path:
         """Save the graph view shown now as ``.svg``, ``.png`` or ``.dot`` (by the suffix)."""
         return self.graph_view.save(Path(path), timeout)

@@ -1,0 +1,208 @@
+"""How a run captures every intermediate tensor: the graph cut into topological segments.
+
+Each segment is a small model made in memory: its nodes, the initializers they use
+(external data still referenced, read in place from the model's directory), as
+inputs the values earlier segments produced (typed from the actual arrays, so no
+shape inference is needed), and as outputs every value its nodes produce. Running
+segment after segment, a value is dropped as soon as no later segment needs it, so
+memory is bounded by the live values plus one segment's outputs, not by the sum of
+all activations; and when a node fails, the segments before it have been summarised.
+Values made inside If/Loop/Scan bodies are not graph values: they are listed in
+:attr:`Plan.not_captured`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ..errors import ModelFormatError
+from ..external_data import resolve_location
+
+#: Nodes per segment: big enough that per-session costs vanish, small enough that a
+#: segment's outputs (all returned at once) stay a small part of the activations.
+SEGMENT_NODES = 64
+
+
+@dataclass
+class Plan:
+    model: onnx.ModelProto
+    base_dir: Path | None
+    order: list[int]  # node indices in execution order
+    needs: list[tuple[str, ...]]  # per node: every value it reads (bodies' outer names too)
+    initializers: dict[str, onnx.TensorProto]
+    not_captured: list[str] = field(default_factory=list)
+
+    @property
+    def graph(self) -> onnx.GraphProto:
+        return self.model.graph
+
+    def node_label(self, index: int) -> str:
+        node = self.graph.node[index]
+        return node.name or f"{node.op_type}#{index}"
+
+
+def load_proto(source: Any) -> tuple[onnx.ModelProto, Path | None]:
+    """The ModelProto (external data left on disk) and the directory external data is in."""
+    if isinstance(source, onnx.ModelProto):
+        return source, None
+    if isinstance(source, bytes | bytearray):
+        return _parse(bytes(source), "the model bytes"), None
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ModelFormatError(f"{str(path)!r} cannot be read: {exc.strerror}") from exc
+        return _parse(data, repr(str(path))), path.resolve().parent
+    model = getattr(source, "source", None)  # an onnx_explorer.Model read from ONNX
+    if isinstance(model, onnx.ModelProto) and getattr(source, "path", None) is not None:
+        return load_proto(source.path)
+    raise TypeError(f"run() takes a path, bytes or an onnx.ModelProto, not {type(source).__name__}")
+
+
+def _parse(data: bytes, what: str) -> onnx.ModelProto:
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as exc:  # protobuf's DecodeError
+        raise ModelFormatError(f"{what} is not an ONNX model: {exc}") from exc
+    if not model.HasField("graph"):
+        raise ModelFormatError(f"{what} is not an ONNX model (no graph)")
+    return model
+
+
+def check_external(model: onnx.ModelProto, base_dir: Path | None) -> None:
+    """Every external location must resolve inside the model's directory (our own rules,
+    before onnxruntime opens anything)."""
+    for tensor in model.graph.initializer:
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        entries = {e.key: e.value for e in tensor.external_data}
+        if base_dir is None:
+            raise ModelFormatError(
+                f"tensor {tensor.name!r} has external data, but the model was given in memory: "
+                "pass its path instead"
+            )
+        resolve_location(base_dir, entries.get("location", ""), tensor.name)
+
+
+def plan(model: onnx.ModelProto, base_dir: Path | None) -> Plan:
+    graph = model.graph
+    initializers = {t.name: t for t in graph.initializer}
+    needs = [tuple(n for n in node.input if n) + _outer_names(node) for node in graph.node]
+    not_captured: list[str] = []
+    for node in graph.node:
+        for attr in node.attribute:
+            for body in _bodies(attr):
+                not_captured.extend(_body_values(body))
+    return Plan(model, base_dir, _topological(graph, needs), needs, initializers, not_captured)
+
+
+def _bodies(attr: onnx.AttributeProto) -> list[onnx.GraphProto]:
+    if attr.type == onnx.AttributeProto.GRAPH:
+        return [attr.g]
+    if attr.type == onnx.AttributeProto.GRAPHS:
+        return list(attr.graphs)
+    return []
+
+
+def _body_values(body: onnx.GraphProto) -> Iterable[str]:
+    for node in body.node:
+        yield from (n for n in node.output if n)
+        for attr in node.attribute:
+            for inner in _bodies(attr):
+                yield from _body_values(inner)
+
+
+def _outer_names(node: onnx.NodeProto) -> tuple[str, ...]:
+    """Names a node's bodies read from the enclosing graph (implicit inputs)."""
+    found: list[str] = []
+    for attr in node.attribute:
+        for body in _bodies(attr):
+            defined = {v.name for v in body.input} | {t.name for t in body.initializer}
+            for inner in body.node:
+                defined.update(inner.output)
+            for inner in body.node:
+                found.extend(n for n in inner.input if n and n not in defined)
+                found.extend(n for n in _outer_names(inner) if n not in defined)
+    return tuple(dict.fromkeys(found))
+
+
+def _topological(graph: onnx.GraphProto, needs: list[tuple[str, ...]]) -> list[int]:
+    """Kahn's order, stable (file order among ready nodes)."""
+    producer: dict[str, int] = {}
+    for i, node in enumerate(graph.node):
+        for name in node.output:
+            if name:
+                producer[name] = i
+    waiting = [0] * len(graph.node)
+    consumers: dict[int, list[int]] = {}
+    for i, names in enumerate(needs):
+        for p in {producer[n] for n in names if n in producer and producer[n] != i}:
+            waiting[i] += 1
+            consumers.setdefault(p, []).append(i)
+    import heapq
+
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for c in consumers.get(i, ()):
+            waiting[c] -= 1
+            if waiting[c] == 0:
+                heapq.heappush(ready, c)
+    if len(order) != len(graph.node):
+        stuck = next(i for i, w in enumerate(waiting) if w > 0)
+        node = graph.node[stuck]
+        raise ModelFormatError(
+            f"the graph has a cycle or reads a value nothing produces, at node "
+            f"{node.name or node.op_type!r}"
+        )
+    return order
+
+
+def segment_model(plan: Plan, nodes: list[int], live: dict[str, Any], outputs: list[str]) -> bytes:
+    """The serialized model of one segment: those nodes, reading ``live`` values."""
+    src = plan.model
+    graph = onnx.GraphProto(name=src.graph.name or "segment")
+    seen: set[str] = set()
+    for i in nodes:
+        graph.node.append(src.graph.node[i])
+    for i in nodes:
+        for name in plan.needs[i]:
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in live:
+                graph.input.append(_value_info(name, live[name]))
+            elif name in plan.initializers:
+                graph.initializer.append(plan.initializers[name])
+    for name in outputs:
+        graph.output.append(onnx.ValueInfoProto(name=name))
+    model = helper.make_model(
+        graph, opset_imports=list(src.opset_import), ir_version=src.ir_version
+    )
+    model.functions.extend(src.functions)
+    return model.SerializeToString()
+
+
+def _value_info(name: str, value: Any) -> onnx.ValueInfoProto:
+    if isinstance(value, list):  # a sequence
+        elem = value[0].dtype if value else np.dtype(np.float32)
+        return helper.make_tensor_sequence_value_info(
+            name, helper.np_dtype_to_tensor_dtype(elem), None
+        )
+    array = np.asarray(value)
+    return helper.make_tensor_value_info(
+        name, helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape)
+    )

@@ -1,0 +1,257 @@
+"""``run``: run a model with onnxruntime and summarise every intermediate tensor."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..stats import Histogram, TensorStats, array_histogram, array_values, summarize
+from ._execute import Execution, Failure, Produced
+from ._feeds import check_feeds, generate_feeds, input_specs, load_feeds
+from ._ort import RunError, onnxruntime
+from ._plan import SEGMENT_NODES, Plan, check_external, load_proto, plan
+
+
+@dataclass
+class TensorRecord:
+    """What a run saw of one captured tensor."""
+
+    name: str
+    node: str  # the node that made it
+    op_type: str
+    dtype: str
+    shape: tuple[int, ...]
+    stats: TensorStats | None  # None for strings and sequences
+    histogram: Histogram | None = None
+
+    @property
+    def nonfinite(self) -> bool:
+        return self.stats is not None and (self.stats.nan + self.stats.inf) > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "node": self.node,
+            "op_type": self.op_type,
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "stats": None if self.stats is None else self.stats.to_dict(),
+            "histogram": None if self.histogram is None else self.histogram.to_dict(),
+        }
+
+
+@dataclass
+class RunResult:
+    """The outcome of :func:`run`: statistics per captured tensor, in execution order."""
+
+    tensors: dict[str, TensorRecord]
+    outputs: dict[str, Any]
+    values: dict[str, np.ndarray]  # only the names asked for with ``keep``
+    feeds: dict[str, np.ndarray]
+    not_captured: list[str]
+    session_seconds: float
+    run_seconds: float
+    failure: Failure | None = None
+    node_outputs: dict[str, list[str]] = field(default_factory=dict)  # node → its captured outputs
+
+    @property
+    def stats(self) -> dict[str, TensorStats]:
+        return {n: r.stats for n, r in self.tensors.items() if r.stats is not None}
+
+    @property
+    def first_nonfinite(self) -> str | None:
+        """The first node (in execution order) with a NaN or Inf in an output, or None."""
+        return next((r.node for r in self.tensors.values() if r.nonfinite), None)
+
+    def node_values(self, reduce: str = "abs_max") -> dict[str, float]:
+        """node name → the largest ``abs_max`` of its outputs (an overlay for the graph)."""
+        found: dict[str, float] = {}
+        for record in self.tensors.values():
+            stats = record.stats
+            value = None if stats is None else getattr(stats, reduce)
+            if value is not None:
+                found[record.node] = max(found.get(record.node, value), float(value))
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "first_nonfinite": self.first_nonfinite,
+            "failure": None if self.failure is None else vars(self.failure),
+            "session_seconds": self.session_seconds,
+            "run_seconds": self.run_seconds,
+            "not_captured": list(self.not_captured),
+            "outputs": {n: _shape_of(v) for n, v in self.outputs.items()},
+            "tensors": [r.to_dict() for r in self.tensors.values()],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, default=float)
+
+    def __repr__(self) -> str:
+        state = "failed at " + self.failure.node if self.failure else "ran"
+        bad = self.first_nonfinite
+        return (
+            f"<RunResult {state}: {len(self.tensors)} tensors captured"
+            + (f", first non-finite at node {bad!r}" if bad else ", all finite")
+            + ">"
+        )
+
+
+class RunFailedError(RunError):
+    """The model failed part-way; ``.result`` holds the statistics captured before it."""
+
+    def __init__(self, message: str, result: RunResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def _shape_of(value: Any) -> Any:
+    return list(np.shape(value)) if not isinstance(value, list) else f"sequence of {len(value)}"
+
+
+Capture = str | Sequence[str]
+
+#: Percentiles of an activation come from a uniform sample of this many values (exact
+#: below it). Weights use 2**18; for activations the exact partition of up to 2**18
+#: values per tensor was two thirds of a capture-all run's time (bench/run.py), and a
+#: 2**14 sample puts the median within about ±0.4 percentage point of rank.
+ACTIVATION_SAMPLE = 1 << 14
+
+
+def prepare(
+    model: Any,
+    feeds: Any,
+    *,
+    dims: Mapping[str, int] | None,
+    seed: int,
+    vocab: int | None,
+    cast: bool = False,
+) -> tuple[Plan, dict[str, np.ndarray]]:
+    """The plan and the checked feeds (generated when ``feeds`` is None)."""
+    onnxruntime()  # the clear error before any work
+    proto, base_dir = load_proto(model)
+    check_external(proto, base_dir)
+    specs = input_specs(proto.graph)
+    if feeds is None:
+        given = generate_feeds(specs, dims=dims, seed=seed, vocab=vocab)
+    else:
+        given = load_feeds(feeds)
+        if cast:
+            from ._feeds import cast_floats
+
+            given = cast_floats(given, specs)
+    check_feeds(specs, given)
+    return plan(proto, base_dir), given
+
+
+def run(
+    model: Any,
+    feeds: Any = None,
+    *,
+    capture: Capture = "all",
+    dims: Mapping[str, int] | None = None,
+    seed: int = 0,
+    keep: Iterable[str] = (),
+    vocab: int | None = None,
+    bins: int = 0,
+    progress: bool = False,
+    segment_nodes: int = SEGMENT_NODES,
+) -> RunResult:
+    """Run ``model`` (a path, bytes or ``onnx.ModelProto``) with onnxruntime on ``feeds``
+    and summarise every captured intermediate tensor.
+
+    ``feeds``: a dict of arrays, an ``.npz`` path, or None to generate them (see
+    :mod:`onnx_explorer.runs`). ``capture``: ``"all"``, or tensor names and scope
+    prefixes (``"/model/layers.0/"``). ``keep``: names whose values are kept in
+    ``result.values``. ``bins`` > 0: a histogram per tensor. A model that fails
+    part-way raises :class:`RunFailedError` naming the node, with ``.result`` holding
+    what was captured before it.
+    """
+    the_plan, given = prepare(model, feeds, dims=dims, seed=seed, vocab=vocab)
+    execution = Execution(the_plan, given, segment_nodes=segment_nodes)
+    bar = _bar(len(the_plan.order)) if progress else None
+    if bar is not None:
+        execution.on_segment = bar.update
+    collector = Collector(the_plan, capture, keep, bins)
+    try:
+        for produced in execution.values():
+            collector.add(produced)
+    finally:
+        if bar is not None:
+            bar.close()
+    result = collector.result(execution, given)
+    if execution.failure is not None:
+        raise RunFailedError(execution.failure.message, result)
+    return result
+
+
+def _bar(total: int) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="node", desc="run")
+
+
+class Collector:
+    """Turns produced values into records, keeping values only where asked."""
+
+    def __init__(self, the_plan: Plan, capture: Capture, keep: Iterable[str], bins: int) -> None:
+        self.plan = the_plan
+        self.select = _selector(capture)
+        self.keep = set(keep)
+        self.bins = bins
+        self.outputs_wanted = {v.name for v in the_plan.graph.output}
+        self.records: dict[str, TensorRecord] = {}
+        self.outputs: dict[str, Any] = {}
+        self.values: dict[str, np.ndarray] = {}
+        self.node_outputs: dict[str, list[str]] = {}
+
+    def add(self, produced: Produced) -> None:
+        name, value = produced.name, produced.value
+        if name in self.outputs_wanted:
+            self.outputs[name] = value
+        if name in self.keep:
+            self.values[name] = value
+        if not self.select(name):
+            return
+        node = self.plan.graph.node[produced.node]
+        label = self.plan.node_label(produced.node)
+        self.records[name] = record(name, label, node.op_type, value, self.bins)
+        self.node_outputs.setdefault(label, []).append(name)
+
+    def result(self, execution: Execution, feeds: dict[str, np.ndarray]) -> RunResult:
+        return RunResult(
+            tensors=self.records,
+            outputs=self.outputs,
+            values=self.values,
+            feeds=feeds,
+            not_captured=list(self.plan.not_captured),
+            session_seconds=execution.timing.sessions,
+            run_seconds=execution.timing.running,
+            failure=execution.failure,
+            node_outputs=self.node_outputs,
+        )
+
+
+def record(name: str, node: str, op_type: str, value: Any, bins: int) -> TensorRecord:
+    if isinstance(value, list) or not isinstance(value, np.ndarray):
+        return TensorRecord(name, node, op_type, "sequence", (), None)
+    stats = histogram = None
+    if value.dtype.kind in "biuf":
+        stats = summarize(array_values(value), sample_size=ACTIVATION_SAMPLE)
+        if bins > 0:
+            histogram = array_histogram(value, bins)
+    return TensorRecord(name, node, op_type, value.dtype.name, tuple(value.shape), stats, histogram)
+
+
+def _selector(capture: Capture) -> Any:
+    if capture == "all":
+        return lambda name: True
+    if isinstance(capture, str):
+        capture = [capture]
+    names = set(capture)
+    prefixes = tuple(c for c in capture if c.endswith("/"))
+    return lambda name: name in names or name.startswith(prefixes)

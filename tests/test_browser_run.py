@@ -1,0 +1,116 @@
+"""Activations in a real browser: after ``ex.run(feeds)`` the explorer shows a node's
+output statistics and histogram, and the jump button selects the node that made a NaN.
+
+JupyterLab runs a notebook that builds a model whose ``divide_by_itself`` node turns
+zeros into NaN; Chromium clicks "go to first non-finite" and reads the panel.
+Screenshots go to test-artifacts/browser-run/.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import ALL_CELLS_RAN, Steps, jupyter_server, run_all_cells, wait_for_kernel
+
+pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "test-artifacts" / "browser-run"
+TIMEOUT_MS = 60_000
+RUN_TIMEOUT_MS = 150_000
+
+CELLS = [
+    """\
+import tempfile, os
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+import onnx_explorer as ox
+
+graph = helper.make_graph(
+    [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+     helper.make_node("Div", ["r", "r"], ["q"], name="divide_by_itself"),
+     helper.make_node("Add", ["q", "x"], ["y"], name="add")],
+    "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+path = os.path.join(tempfile.mkdtemp(), "nan.onnx")
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+""",
+    "ex = ox.explore(path)\n"
+    "result = ex.run({'x': np.array([[1, -1, 2, 0]], np.float32)}, progress=False)\nex",
+]
+
+
+def _write_notebook(path: Path) -> None:
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
+         "execution_count": None}
+        for source in CELLS
+    ]  # fmt: skip
+    notebook = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                    "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }  # fmt: skip
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+
+
+def check_activations(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
+    explorer = page.locator(".oxe-explorer").first
+    explorer.locator(".oxe-graph-stage g.oxe-kind-node").first.wait_for()
+    explorer.scroll_into_view_if_needed()
+    panel = explorer.locator(".oxe-activations")
+    panel.locator(".oxe-pre", has_text="first non-finite: divide_by_itself").wait_for()
+    steps.shot("after-run", explorer)
+
+    panel.get_by_role("button", name="go to first non-finite").click()
+    explorer.locator(".oxe-graph-stage g.oxe-selected").wait_for()
+    selected = explorer.locator(".oxe-graph-stage g.oxe-selected title").text_content()
+    assert selected.split("\n")[0] == "divide_by_itself"
+    panel.locator(".oxe-error", has_text="2 NaN").wait_for()
+    text = panel.inner_text()
+    figures["panel"] = text
+    assert "float32[1×4]" in text and "abs max" in text
+    assert panel.locator("svg.oxe-activation-histogram rect").count() > 0
+    steps.shot("first-non-finite-selected", explorer, focus=panel)
+
+
+def test_the_explorer_shows_a_nodes_activation_stats_in_jupyterlab(browser, tmp_path):
+    pytest.importorskip("onnxruntime")
+    root = tmp_path / "root"
+    root.mkdir()
+    _write_notebook(root / "run.ipynb")
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    with jupyter_server("lab", root, tmp_path / "home") as server:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.add_locator_handler(
+            page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True),
+            lambda button: button.click(),
+        )
+        console: list[str] = []
+        page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+        steps = Steps(page, ARTIFACTS)
+        figures: dict[str, Any] = {}
+        try:
+            page.goto(server.notebook_url("run.ipynb"))
+            page.wait_for_selector(".jp-Notebook .jp-CodeCell")
+            wait_for_kernel(server)
+            run_all_cells(page)
+            page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_TIMEOUT_MS)
+            check_activations(page, steps, figures)
+        except Exception:
+            steps.shot("failure")
+            raise
+        finally:
+            (ARTIFACTS / "browser-console.log").write_text("\n".join(console), encoding="utf-8")
+            (ARTIFACTS / "figures.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
+            page.close()
+            (ARTIFACTS / "jupyter-lab.log").write_text(server.log_tail(200_000))

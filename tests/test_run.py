@@ -1,0 +1,313 @@
+"""``onnx_explorer.run`` / ``compare`` and ``onnx-explorer run``: activations with onnxruntime."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnx_explorer as ox
+from onnx_explorer.cli import main
+
+pytest.importorskip("onnxruntime")
+
+F, H = TensorProto.FLOAT, TensorProto.FLOAT16
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def nan_model():
+    """x → Relu → Sub(itself·0) → Div by itself: 0/0 = NaN wherever Relu gave 0."""
+    return _model(
+        [
+            helper.make_node("Relu", ["x"], ["r"], name="relu"),
+            helper.make_node("Div", ["r", "r"], ["q"], name="divide_by_itself"),
+            helper.make_node("Add", ["q", "x"], ["y"], name="add"),
+        ],
+        [helper.make_tensor_value_info("x", F, ["batch", 4])],
+        [helper.make_tensor_value_info("y", F, None)],
+    )
+
+
+def mlp(dtype=F, np_dtype=np.float32):
+    rng = np.random.default_rng(1)
+    w1 = numpy_helper.from_array(rng.standard_normal((8, 16)).astype(np_dtype), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((16, 4)).astype(np_dtype), "w2")
+    return _model(
+        [
+            helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+            helper.make_node("Tanh", ["h"], ["t"], name="act"),
+            helper.make_node("MatMul", ["t", "w2"], ["y"], name="fc2"),
+        ],
+        [helper.make_tensor_value_info("x", dtype, [3, 8])],
+        [helper.make_tensor_value_info("y", dtype, None)],
+        [w1, w2],
+    )
+
+
+def test_the_node_that_produces_nan_is_reported_exactly():
+    feeds = {"x": np.array([[1, -1, 2, 0]] * 2, np.float32)}
+    result = ox.run(nan_model(), feeds)
+    assert result.first_nonfinite == "divide_by_itself"
+    assert result.stats["q"].nan == 4 and result.stats["r"].nan == 0
+    assert list(result.tensors) == ["r", "q", "y"]  # execution order
+    assert result.outputs["y"].shape == (2, 4)
+
+
+def test_stats_are_the_same_class_and_numbers_as_for_weights():
+    feeds = {"x": np.linspace(-1, 1, 24, dtype=np.float32).reshape(3, 8)}
+    result = ox.run(mlp(), feeds, keep=["h"], bins=10)
+    h = feeds["x"] @ numpy_helper.to_array(mlp().graph.initializer[0])
+    assert isinstance(result.stats["h"], ox.TensorStats)
+    assert result.stats["h"].max == pytest.approx(h.max(), rel=1e-5)
+    assert result.stats["h"].mean == pytest.approx(h.mean(), rel=1e-4, abs=1e-5)
+    np.testing.assert_allclose(result.values["h"], h, rtol=1e-5)
+    assert "t" not in result.values  # values are kept only when asked
+    assert result.tensors["t"].histogram.total == 3 * 16
+
+
+def test_capture_selects_names_and_scope_prefixes():
+    result = ox.run(mlp(), capture=["t"])
+    assert list(result.tensors) == ["t"]
+    assert result.outputs["y"].shape == (3, 4)  # outputs whatever is captured
+
+
+def test_generated_feeds_follow_types_dims_and_vocab():
+    model = _model(
+        [helper.make_node("Identity", ["input_ids"], ["y"], name="id")],
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+    )
+    result = ox.run(model, dims={"batch": 2, "seq": 50}, vocab=7)
+    ids = result.feeds["input_ids"]
+    assert ids.shape == (2, 50) and ids.dtype == np.int64
+    assert ids.min() >= 0 and ids.max() < 7 and ids.max() > 0
+
+
+def test_one_segment_per_node_gives_the_same_numbers():
+    feeds = {"x": np.ones((3, 8), np.float32)}
+    whole = ox.run(mlp(), feeds, segment_nodes=1000)
+    single = ox.run(mlp(), feeds, segment_nodes=1)
+    assert whole.stats == single.stats
+
+
+def test_bad_feeds_get_one_message_listing_expected_and_given():
+    feeds = {"x": np.ones((3, 5), np.float64), "extra": np.ones(1)}
+    with pytest.raises(ox.FeedError) as caught:
+        ox.run(mlp(), feeds)
+    message = str(caught.value)
+    assert "x: float32[3,8]" in message and "float64[3, 5]" in message
+    assert "unexpected input 'extra'" in message
+    with pytest.raises(ox.FeedError, match="missing x"):
+        ox.run(mlp(), {})
+
+
+def test_a_model_failing_midway_keeps_the_stats_so_far_and_names_the_node():
+    shape = numpy_helper.from_array(np.array([5, 5], np.int64), "shape")
+    model = _model(
+        [
+            helper.make_node("Relu", ["x"], ["a"], name="first"),
+            helper.make_node("Reshape", ["a", "shape"], ["b"], name="bad_reshape"),
+            helper.make_node("Neg", ["b"], ["y"], name="never"),
+        ],
+        [helper.make_tensor_value_info("x", F, [2, 3])],
+        [helper.make_tensor_value_info("y", F, None)],
+        [shape],
+    )
+    with pytest.raises(ox.RunFailedError, match="bad_reshape") as caught:
+        ox.run(model)
+    assert caught.value.result.failure.node == "bad_reshape"
+    assert list(caught.value.result.stats) == ["a"]
+
+
+def test_an_op_onnxruntime_cannot_run_is_named_with_its_node():
+    model = _model(
+        [
+            helper.make_node("Relu", ["x"], ["a"], name="fine"),
+            helper.make_node("NoSuchOp", ["a"], ["y"], name="mystery", domain="com.example"),
+        ],
+        [helper.make_tensor_value_info("x", F, [2])],
+        [helper.make_tensor_value_info("y", F, None)],
+    )
+    model.opset_import.append(helper.make_opsetid("com.example", 1))
+    with pytest.raises(ox.RunError, match=r"'mystery' \(op com.example::NoSuchOp\)"):
+        ox.run(model)
+
+
+def test_values_inside_if_bodies_are_listed_as_not_captured():
+    then = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["inner"], name="neg")], "then", [],
+        [helper.make_tensor_value_info("inner", F, None)],
+    )  # fmt: skip
+    other = helper.make_graph(
+        [helper.make_node("Abs", ["x"], ["inner2"], name="abs")], "else", [],
+        [helper.make_tensor_value_info("inner2", F, None)],
+    )  # fmt: skip
+    model = _model(
+        [
+            helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+            helper.make_node("Greater", ["s", "zero"], ["c"], name="cond"),
+            helper.make_node(
+                "If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other
+            ),
+        ],
+        [helper.make_tensor_value_info("x", F, [3])],
+        [helper.make_tensor_value_info("y", F, None)],
+        [numpy_helper.from_array(np.array(0, np.float32), "zero")],
+    )
+    result = ox.run(model, {"x": np.array([1, 2, 3], np.float32)}, segment_nodes=1)
+    assert sorted(result.not_captured) == ["inner", "inner2"]
+    np.testing.assert_array_equal(result.outputs["y"], [-1, -2, -3])  # x read from outside
+
+
+def test_external_data_is_read_in_place_and_nothing_is_written(tmp_path):
+    model = mlp()
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path, save_as_external_data=True, location="w.bin", size_threshold=0)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = ox.run(path, {"x": np.ones((3, 8), np.float32)})
+    assert result.outputs["y"].shape == (3, 4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_external_data_escaping_the_directory_is_refused(tmp_path):
+    model = mlp()
+    model.graph.initializer[0].ClearField("raw_data")
+    model.graph.initializer[0].ClearField("float_data")
+    model.graph.initializer[0].data_location = TensorProto.EXTERNAL
+    entry = model.graph.initializer[0].external_data.add()
+    entry.key, entry.value = "location", "../secret.bin"
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(ox.UnsafePathError, match="'..'"):
+        ox.run(path)
+
+
+def _fp16_copy(model):
+    """Every float initializer, input and output in float16 (as a converter writes it)."""
+    half = onnx.ModelProto()
+    half.CopyFrom(model)
+    for init in half.graph.initializer:
+        init.CopyFrom(
+            numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name)
+        )
+    for value in list(half.graph.input) + list(half.graph.output):
+        value.type.tensor_type.elem_type = H
+    return half
+
+
+def test_compare_fp32_with_its_fp16_copy_matches_numpy():
+    model = mlp()
+    x = np.random.default_rng(3).standard_normal((3, 8)).astype(np.float32)
+    result = ox.compare(model, _fp16_copy(model), {"x": x})
+    assert [t.a for t in result.tensors] == ["h", "t", "y"]
+    reference = ox.run(model, {"x": x}, keep=["h", "t", "y"]).values
+    half = ox.run(_fp16_copy(model), {"x": x.astype(np.float16)}, keep=["h", "t", "y"]).values
+    for t in result.tensors:
+        a, b = reference[t.a].astype(np.float64), half[t.b].astype(np.float64)
+        d = np.abs(b - a)
+        assert t.max_abs == pytest.approx(d.max())
+        assert t.max_rel == pytest.approx((d[a != 0] / np.abs(a[a != 0])).max())
+        cosine = (a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum())
+        assert t.cosine == pytest.approx(cosine)
+        assert t.snr_db == pytest.approx(10 * np.log10((a * a).sum() / (d * d).sum()))
+        assert t.within == bool(np.allclose(b, a, atol=1e-4, rtol=1e-3))
+    assert result.first_beyond is result.tensors[0]  # fp16 rounding: beyond 1e-4 at once
+    assert json.loads(result.to_json())["first_beyond"] == "h"
+    loose = ox.compare(model, _fp16_copy(model), {"x": x}, atol=0.1, rtol=0.05)
+    assert loose.ok
+
+
+def test_compare_matches_renamed_tensors_through_the_node_match():
+    model = mlp()
+    renamed = onnx.ModelProto()
+    renamed.CopyFrom(model)
+    for node in renamed.graph.node:
+        node.name = "other_" + node.name
+        node.input[:] = [{"h": "H", "t": "T"}.get(n, n) for n in node.input]
+        node.output[:] = [{"h": "H", "t": "T"}.get(n, n) for n in node.output]
+    result = ox.compare(model, renamed)
+    assert [(t.a, t.b) for t in result.tensors] == [("h", "H"), ("t", "T"), ("y", "y")]
+    assert all(t.max_abs == 0 and t.within for t in result.tensors)
+
+
+def test_without_onnxruntime_the_error_names_the_extra(monkeypatch):
+    real_import = builtins.__import__
+
+    def blocked(name, *args, **kwargs):
+        if name == "onnxruntime" or name.startswith("onnxruntime."):
+            raise ImportError("No module named 'onnxruntime'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "onnxruntime", raising=False)
+    monkeypatch.setattr(builtins, "__import__", blocked)
+    with pytest.raises(ox.OnnxRuntimeMissingError, match=r"pip install onnx_explorer\[run\]"):
+        ox.run(mlp())
+    assert issubclass(ox.OnnxRuntimeMissingError, ImportError)
+
+
+def test_cli_exit_codes(tmp_path, capsys):
+    good, bad, half = tmp_path / "good.onnx", tmp_path / "nan.onnx", tmp_path / "half.onnx"
+    onnx.save(mlp(), good)
+    onnx.save(nan_model(), bad)
+    onnx.save(_fp16_copy(mlp()), half)
+    assert main(["run", str(good)]) == 0
+    feeds = tmp_path / "x.npz"
+    np.savez(feeds, x=np.array([[1, -1, 2, 0]], np.float32))
+    assert main(["run", str(bad), "--feeds", str(feeds), "--dims", "batch=1"]) == 1
+    assert "divide_by_itself" in capsys.readouterr().out
+    assert main(["run", str(bad), "--dims", "batch=3", "--json"]) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["tensors"][0]["name"] == "r"
+    assert main(["run", str(good), "--compare", str(half)]) == 1
+    assert "beyond tolerance" in capsys.readouterr().out
+    assert main(["run", str(good), "--compare", str(half), "--atol", "0.1", "--rtol", "0.1"]) == 0
+    assert main(["run", str(good), "--feeds", str(feeds)]) == 2  # wrong feeds: an error
+    assert "expected" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "missing.onnx")]) == 2
+
+
+def test_explorer_run_shows_the_selected_nodes_activations_and_jumps_to_the_nan(tmp_path):
+    path = tmp_path / "nan.onnx"
+    onnx.save(nan_model(), path)
+    ex = ox.explore(path)
+    result = ex.run({"x": np.array([[1, -1, 2, 0]], np.float32)}, progress=False)
+    panel = ex._activation_panel
+    assert result.first_nonfinite == "divide_by_itself"
+    panel.jump_to_problem()
+    assert ex.selected_name == "divide_by_itself"
+    assert "2 NaN" in panel.details.value and "<svg" in panel.details.value
+    ex.select("relu")
+    assert "float32[1×4]" in panel.details.value and "NaN" in panel.details.value
+    assert panel.overlay_values("non-finite") == {"relu": 0, "divide_by_itself": 2, "add": 2}
+
+
+def test_explorer_compare_shows_both_sides_and_the_difference(tmp_path):
+    path, half = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    onnx.save(mlp(), path)
+    onnx.save(_fp16_copy(mlp()), half)
+    ex = ox.explore(path)
+    result = ex.compare(half, progress=False)
+    panel = ex._activation_panel
+    panel.jump_to_problem()
+    assert ex.selected_name == result.first_beyond.node == "fc1"
+    html = panel.details.value
+    assert "h vs h" in html and "a: h" in html and "b: h" in html and "b − a" in html
+    assert set(panel.overlay_values("error vs other")) == {"fc1", "act", "fc2"}
+
+
+def test_compare_reports_a_tensor_that_overflows_to_inf_on_one_side():
+    # Regression: an infinite difference made the SNR a math domain error.
+    a = np.array([1.0, 300.0], np.float32)
+    b = np.array([1.0, np.inf], np.float32)
+    from onnx_explorer.runs._compare import compare_values
+
+    found = compare_values("t", "t", "n", a, b, 1e-4, 1e-3)
+    assert found.max_abs == np.inf and found.snr_db == -np.inf and not found.within
