@@ -45,11 +45,18 @@ class ActivationPanel(widgets.VBox):
         self.comparison: CompareResult | None = None
         self.error = ""
         self.header = widgets.HTML()
-        self.jump = widgets.Button(description="first problem", disabled=True)
-        self.colour = widgets.Dropdown(options=[OVERLAY_NONE], value=OVERLAY_NONE,
-                                       description="colour by")  # fmt: skip
+        # Buttons and labels as wide as their text, on rows that wrap: the panel is narrow
+        # and "go to first non-finite" was cut to "go t…".
+        self.jump = widgets.Button(
+            description="first problem", disabled=True, layout=widgets.Layout(width="auto")
+        )
+        self.colour = widgets.Dropdown(
+            options=[OVERLAY_NONE], value=OVERLAY_NONE, description="colour by",
+            style={"description_width": "initial"}, layout=widgets.Layout(width="auto"),
+        )  # fmt: skip
         self.details = widgets.HTML()
-        super().__init__([self.header, widgets.HBox([self.jump, self.colour]), self.details])
+        row = widgets.HBox([self.jump, self.colour], layout=widgets.Layout(flex_flow="row wrap"))
+        super().__init__([self.header, row, self.details])
         self.add_class("oxe-activations")
         self.jump.on_click(lambda _button: self.jump_to_problem())
         self.colour.observe(self._on_colour, names="value")
