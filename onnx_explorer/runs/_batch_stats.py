@@ -62,7 +62,9 @@ def _stack_stats(
         np.copyto(row, value.reshape(-1), casting="unsafe")
     # Integers above 2**53 lose precision in float64: their min/max come from the ints.
     ints = np.stack([v.reshape(-1) for v in values]) if not is_float else None
-    finite = np.isfinite(stack).all(axis=1) if is_float else np.ones(len(values), bool)
+    finite = np.ones(len(values), np.bool_)
+    if is_float:
+        np.isfinite(stack).all(axis=1, out=finite)
     lo_hi = ints if ints is not None else stack
     lo, hi = lo_hi.min(axis=1), lo_hi.max(axis=1)
     zeros = np.count_nonzero(stack == 0, axis=1)
