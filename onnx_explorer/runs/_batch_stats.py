@@ -18,7 +18,7 @@ import numpy as np
 from ..stats import TensorStats
 
 #: float64 bytes of one stack: larger groups are cut into several stacks.
-STACK_BYTES = 8 << 20
+STACK_BYTES = 4 << 20
 #: Tensors above this many elements are summarised alone (per-call overhead is nothing there).
 STACK_ELEMENTS = 1 << 19
 

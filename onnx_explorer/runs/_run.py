@@ -122,7 +122,7 @@ Capture = str | Sequence[str]
 #: 2**14 sample puts the median within about ±0.4 percentage point of rank.
 ACTIVATION_SAMPLE = 1 << 14
 #: Bytes of values held until their statistics are computed together (:mod:`._batch_stats`).
-PENDING_BYTES = 16 << 20
+PENDING_BYTES = 8 << 20
 
 
 def prepare(
