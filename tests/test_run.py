@@ -99,6 +99,48 @@ def test_one_segment_per_node_gives_the_same_numbers():
     assert whole.stats == single.stats
 
 
+def test_many_tensors_summarised_together_match_one_by_one():
+    """A capture-all run summarises same-size tensors in batches: each tensor's numbers
+    are those of ``array_stats`` on it alone — a NaN in one row, integers, a tensor
+    large enough to have sampled percentiles and one of its own size alike."""
+    from onnx_explorer.stats import array_stats
+
+    nodes = [helper.make_node("Relu", ["x"], ["r0"], name="relu0")]
+    for k in range(1, 6):
+        nodes.append(helper.make_node("Neg", [f"r{k - 1}"], [f"r{k}"], name=f"neg{k}"))
+    nodes += [
+        helper.make_node("Div", ["r5", "r5"], ["nan"], name="zero_by_zero"),
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Cast", ["x"], ["ints"], name="cast", to=TensorProto.INT32),
+        helper.make_node("Tile", ["x", "reps"], ["big"], name="tile"),
+        helper.make_node("Slice", ["x", "zero", "one"], ["odd"], name="slice"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array([1, 40], np.int64), "reps"),
+        numpy_helper.from_array(np.array([0], np.int64), "zero"),
+        numpy_helper.from_array(np.array([1], np.int64), "one"),
+    ]
+    outs = ["nan", "shape", "ints", "big", "odd"]
+    model = _model(
+        nodes,
+        [helper.make_tensor_value_info("x", F, [3, 700])],
+        [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in outs],
+        inits,
+    )
+    x = np.random.default_rng(2).standard_normal((3, 700)).astype(np.float32) * 5
+    result = ox.run(model, {"x": x}, keep=[n.output[0] for n in nodes])
+    assert result.first_nonfinite == "zero_by_zero"
+    assert result.stats["big"].exact_percentiles is False  # 84,000 values: sampled
+    for name, value in result.values.items():
+        alone = array_stats(value)
+        got = result.stats[name]
+        if got.exact_percentiles:
+            assert got == pytest.approx(alone), name
+        else:  # both sampled, differently: the same values but the percentiles
+            assert (got.count, got.min, got.max, got.nan) == (alone.count, alone.min, alone.max, 0)
+            assert got.mean == pytest.approx(alone.mean) and got.p50 == pytest.approx(0, abs=0.3)
+
+
 def test_bad_feeds_get_one_message_listing_expected_and_given():
     feeds = {"x": np.ones((3, 5), np.float64), "extra": np.ones(1)}
     with pytest.raises(ox.FeedError) as caught:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._ort import RunError, failing_node, make_session, short
-from ._plan import SEGMENT_NODES, Plan, segment_model
+from ._plan import SEGMENT_BYTES, SEGMENT_NODES, Plan, segment_model
 
 
 @dataclass
@@ -35,10 +35,13 @@ class Failure:
 class Execution:
     plan: Plan
     feeds: dict[str, Any]
-    segment_nodes: int = SEGMENT_NODES
+    segment_nodes: int | None = None  # None: segments sized by SEGMENT_BYTES
     timing: Timing = field(default_factory=Timing)
     failure: Failure | None = None
     on_segment: Callable[[int], None] | None = None  # called with the nodes done
+    _dies_at: dict[int, list[str]] = field(default_factory=dict, repr=False)
+    _read: set[str] = field(default_factory=set, repr=False)
+    _made: int = 0  # bytes the current segment returned
 
     def values(self) -> Iterator[Produced]:
         """Every node output in execution order; on a failure, stops after the last
@@ -46,23 +49,27 @@ class Execution:
         node by node, so the values before the failing node are still yielded)."""
         plan = self.plan
         order = plan.order
-        last_use = self._last_use()
+        self._dies_at = self._deaths()
         wanted_outputs = {v.name for v in plan.graph.output}
         live: dict[str, Any] = dict(self.feeds)
-        step = max(1, self.segment_nodes)
-        for start in range(0, len(order), step):
+        start, step = 0, max(1, self.segment_nodes or SEGMENT_NODES)
+        while start < len(order):
             segment = order[start : start + step]
-            ok = yield from self._segment(segment, live, last_use, start, wanted_outputs)
+            self._made = 0
+            ok = yield from self._segment(segment, live, start, wanted_outputs)
             if self.on_segment is not None:
                 self.on_segment(len(segment))
             if not ok:
                 return
+            start += len(segment)
+            if self.segment_nodes is None:  # next segment sized by the bytes these made
+                per_node = max(self._made / len(segment), 1.0)
+                step = int(min(max(SEGMENT_BYTES // per_node, 1), 2 * step + 64))
 
     def _segment(
         self,
         segment: list[int],
         live: dict[str, Any],
-        last_use: dict[str, int],
         start: int,
         wanted: set[str],
     ) -> Generator[Produced, None, bool]:
@@ -71,7 +78,7 @@ class Execution:
         except RunError as exc:
             if len(segment) > 1:  # retry one node at a time: keep what precedes the failure
                 for k, i in enumerate(segment):
-                    ok = yield from self._segment([i], live, last_use, start + k, wanted)
+                    ok = yield from self._segment([i], live, start + k, wanted)
                     if not ok:
                         return False
             if self.failure is None:
@@ -79,11 +86,17 @@ class Execution:
                 self.failure = Failure(self.plan.node_label(segment[0]), node.op_type, str(exc))
             return False
         for i, (name, value) in results:
+            self._made += getattr(value, "nbytes", 0)
             yield Produced(i, name, value)
             live[name] = value
-        end = start + len(segment)
-        for name in [n for n in live if last_use.get(n, -1) < end and n not in wanted]:
-            del live[name]
+        # Only the values whose last reader is in this segment (not a scan of all live ones).
+        for pos in range(start, start + len(segment)):
+            for name in self._dies_at.get(pos, ()):
+                if name not in wanted:
+                    live.pop(name, None)
+        for _, (name, _) in results:
+            if name not in self._read and name not in wanted:
+                live.pop(name, None)
         return True
 
     def _run(self, segment: list[int], live: dict[str, Any]) -> list[tuple[int, tuple[str, Any]]]:
@@ -123,10 +136,14 @@ class Execution:
             where = f"node {self.plan.node_label(index)!r} (op {op})"
         return RunError(f"onnxruntime {what} at {where}: {short(str(exc))}")
 
-    def _last_use(self) -> dict[str, int]:
-        """value name → position (in execution order) of its last reader."""
+    def _deaths(self) -> dict[int, list[str]]:
+        """position (in execution order) → the values whose last reader is there."""
         last: dict[str, int] = {}
         for pos, i in enumerate(self.plan.order):
             for name in self.plan.needs[i]:
                 last[name] = pos
-        return last
+        self._read = set(last)
+        deaths: dict[int, list[str]] = {}
+        for name, pos in last.items():
+            deaths.setdefault(pos, []).append(name)
+        return deaths

@@ -26,9 +26,12 @@ from onnx import helper
 from ..errors import ModelFormatError
 from ..external_data import resolve_location
 
-#: Nodes per segment: big enough that per-session costs vanish, small enough that a
-#: segment's outputs (all returned at once) stay a small part of the activations.
+#: Nodes in the first segment; the next ones are sized by the bytes the previous made.
 SEGMENT_NODES = 64
+#: Bytes a segment may return (all its outputs at once): the run's memory beyond the
+#: live values. Each segment gets as many nodes as the previous one's bytes per node
+#: allow, so a small model runs in a few sessions and onnxruntime keeps most fusions.
+SEGMENT_BYTES = 24 << 20
 
 
 @dataclass
@@ -82,6 +85,7 @@ def _parse(data: bytes, what: str) -> onnx.ModelProto:
 def check_external(model: onnx.ModelProto, base_dir: Path | None) -> None:
     """Every external location must resolve inside the model's directory (our own rules,
     before onnxruntime opens anything)."""
+    checked: set[str] = set()  # thousands of tensors share one file: resolve it once
     for tensor in model.graph.initializer:
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
             continue
@@ -91,7 +95,10 @@ def check_external(model: onnx.ModelProto, base_dir: Path | None) -> None:
                 f"tensor {tensor.name!r} has external data, but the model was given in memory: "
                 "pass its path instead"
             )
-        resolve_location(base_dir, entries.get("location", ""), tensor.name)
+        location = entries.get("location", "")
+        if location not in checked:
+            resolve_location(base_dir, location, tensor.name)
+            checked.add(location)
 
 
 def plan(model: onnx.ModelProto, base_dir: Path | None) -> Plan:

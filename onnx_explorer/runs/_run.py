@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 
 from ..stats import Histogram, TensorStats, array_histogram, array_values, summarize
+from ._batch_stats import batch_stats, stackable
 from ._execute import Execution, Failure, Produced
 from ._feeds import check_feeds, generate_feeds, input_specs, load_feeds
 from ._ort import RunError, onnxruntime
-from ._plan import SEGMENT_NODES, Plan, check_external, load_proto, plan
+from ._plan import Plan, check_external, load_proto, plan
 
 
 @dataclass
@@ -120,6 +121,8 @@ Capture = str | Sequence[str]
 #: values per tensor was two thirds of a capture-all run's time (bench/run.py), and a
 #: 2**14 sample puts the median within about ±0.4 percentage point of rank.
 ACTIVATION_SAMPLE = 1 << 14
+#: Bytes of values held until their statistics are computed together (:mod:`._batch_stats`).
+PENDING_BYTES = 8 << 20
 
 
 def prepare(
@@ -159,7 +162,7 @@ def run(
     vocab: int | None = None,
     bins: int = 0,
     progress: bool = False,
-    segment_nodes: int = SEGMENT_NODES,
+    segment_nodes: int | None = None,
 ) -> RunResult:
     """Run ``model`` (a path, bytes or ``onnx.ModelProto``) with onnxruntime on ``feeds``
     and summarise every captured intermediate tensor.
@@ -169,7 +172,8 @@ def run(
     prefixes (``"/model/layers.0/"``). ``keep``: names whose values are kept in
     ``result.values``. ``bins`` > 0: a histogram per tensor. A model that fails
     part-way raises :class:`RunFailedError` naming the node, with ``.result`` holding
-    what was captured before it.
+    what was captured before it. ``segment_nodes``: nodes per onnxruntime session
+    (default: sized so a segment returns at most ``SEGMENT_BYTES`` of values).
     """
     the_plan, given = prepare(model, feeds, dims=dims, seed=seed, vocab=vocab)
     execution = Execution(the_plan, given, segment_nodes=segment_nodes)
@@ -208,6 +212,8 @@ class Collector:
         self.outputs: dict[str, Any] = {}
         self.values: dict[str, np.ndarray] = {}
         self.node_outputs: dict[str, list[str]] = {}
+        self.pending: list[tuple[str, np.ndarray]] = []  # values whose statistics are due
+        self.pending_bytes = 0
 
     def add(self, produced: Produced) -> None:
         name, value = produced.name, produced.value
@@ -219,10 +225,30 @@ class Collector:
             return
         node = self.plan.graph.node[produced.node]
         label = self.plan.node_label(produced.node)
-        self.records[name] = record(name, label, node.op_type, value, self.bins)
+        if isinstance(value, np.ndarray) and stackable(value):
+            # Summarised later, many at once; the record keeps its place in the order.
+            self.records[name] = TensorRecord(
+                name, label, node.op_type, value.dtype.name, tuple(value.shape), None,
+                array_histogram(value, self.bins) if self.bins > 0 else None,
+            )  # fmt: skip
+            self.pending.append((name, value))
+            self.pending_bytes += value.nbytes
+            if self.pending_bytes >= PENDING_BYTES:
+                self.flush()
+        else:
+            self.records[name] = record(name, label, node.op_type, value, self.bins)
         self.node_outputs.setdefault(label, []).append(name)
 
+    def flush(self) -> None:
+        """Summarise the values waiting, in one batch."""
+        names = [name for name, _ in self.pending]
+        arrays = [value for _, value in self.pending]
+        self.pending, self.pending_bytes = [], 0
+        for name, stats in zip(names, batch_stats(arrays, ACTIVATION_SAMPLE, _summary)):
+            self.records[name].stats = stats
+
     def result(self, execution: Execution, feeds: dict[str, np.ndarray]) -> RunResult:
+        self.flush()
         return RunResult(
             tensors=self.records,
             outputs=self.outputs,
@@ -241,10 +267,14 @@ def record(name: str, node: str, op_type: str, value: Any, bins: int) -> TensorR
         return TensorRecord(name, node, op_type, "sequence", (), None)
     stats = histogram = None
     if value.dtype.kind in "biuf":
-        stats = summarize(array_values(value), sample_size=ACTIVATION_SAMPLE)
+        stats = _summary(value)
         if bins > 0:
             histogram = array_histogram(value, bins)
     return TensorRecord(name, node, op_type, value.dtype.name, tuple(value.shape), stats, histogram)
+
+
+def _summary(value: np.ndarray) -> TensorStats:
+    return summarize(array_values(value), sample_size=ACTIVATION_SAMPLE)
 
 
 def _selector(capture: Capture) -> Any:
