@@ -154,13 +154,28 @@ def test_values_that_are_not_numbers_are_refused_naming_the_first_bad_node():
         checked_values({"/a": 1, "/b": "many", "/c": "x"})
     with pytest.raises(ValueError, match="'/a'"):
         checked_values({"/a": True})
-    with pytest.raises(ValueError, match="finite"):
-        checked_values({"/a": float("inf")})
+    with pytest.raises(ValueError, match="≥ 0"):
+        checked_values({"/a": -1.0})
+    with pytest.raises(ValueError, match="≥ 0"):
+        checked_values({"/a": float("-inf")})
     with pytest.raises(TypeError):
         checked_values([1, 2, 3])
     assert checked_values({"/a": None, "/b": float("nan"), "/c": np.int64(3)}) == {
         "/a": None, "/b": None, "/c": 3.0,
     }  # fmt: skip
+
+
+def test_an_infinite_value_is_painted_at_the_top_of_the_scale():
+    # compare's "error vs other" is inf where one side overflowed: the worst, not an error
+    model = ox.load(scoped_chain(1, 3))
+    names = [n.name for n in model.graph.nodes]
+    overlay = scale_overlay(
+        {names[0]: 1.0, names[1]: 2.0, names[2]: float("inf")}, model.graph, name="error"
+    )
+    assert overlay.styles[names[2]] == colour_at(1.0)
+    assert overlay.styles[names[1]] == colour_at(1.0)  # the largest finite value: the top too
+    assert overlay.styles[names[0]] == colour_at(0.0)
+    assert value_text(float("inf"), "error") == "∞"
 
 
 def test_values_read_in_human_units():

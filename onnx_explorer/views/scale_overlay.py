@@ -63,17 +63,17 @@ def _number(name: Any, value: Any) -> float | None:
         raise ValueError(f"overlay value for node {name!r} is {value!r}, not a number") from None
     if math.isnan(number):
         return None  # pandas' missing value
-    if math.isinf(number) or number < 0:
-        raise ValueError(
-            f"overlay value for node {name!r} is {value!r}: values must be finite and ≥ 0"
-        )
-    return number
+    if number < 0:  # -inf included
+        raise ValueError(f"overlay value for node {name!r} is {value!r}: values must be ≥ 0")
+    return number  # +inf allowed: an error that overflowed is the worst there is
 
 
 def value_text(value: float | None, name: str) -> str:
     """A value in human units: bytes for ``*bytes`` series, ms for latencies, else counts."""
     if value is None:
         return "no value"
+    if math.isinf(value):
+        return "∞"
     lowered = name.lower()
     if "bytes" in lowered:
         return human_bytes(round(value))
@@ -127,7 +127,8 @@ class _Mapper:
     """Value → position on the scale, linear or log10 between the smallest and largest."""
 
     def __init__(self, values: Iterable[float], log: bool) -> None:
-        shown = [v for v in values if v > 0] if log else list(values)
+        # +inf is painted at the top of the scale; the scale's ends are the finite values.
+        shown = [v for v in values if (v > 0 or not log) and not math.isinf(v)]
         self.log = log
         self.low = min(shown) if shown else 0.0
         self.high = max(shown) if shown else 0.0
@@ -135,6 +136,8 @@ class _Mapper:
     def fill(self, value: float | None) -> str | None:
         if value is None or (self.log and value <= 0):
             return None  # no value: drawn plain
+        if math.isinf(value):
+            return colour_at(1.0)
         if self.high <= self.low:
             return colour_at(1.0 if value > 0 else 0.0)
         if self.log:
