@@ -312,3 +312,61 @@ def run_all_cells(page: Any) -> None:
     started.or_(accept).first.wait_for()
     if accept.is_visible():
         accept.click()
+
+
+PAGE_TIMEOUT_MS = 60_000  # one step in the page (a click, a drawing)
+RUN_TIMEOUT_MS = 150_000  # every cell of a test notebook, first kernel start included
+
+
+def set_dark_theme(page: Any) -> None:
+    """Settings → Theme → JupyterLab Dark, as a user would, and wait until it applies."""
+    page.locator(".lm-MenuBar-item", has_text="Settings").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+    page.locator(".lm-Menu-itemLabel", has_text="JupyterLab Dark").first.click()
+    page.wait_for_function(
+        "() => document.body.dataset.jpThemeLight === 'false'", timeout=PAGE_TIMEOUT_MS
+    )
+
+
+def check_notebook_in_browser(
+    browser: Any,
+    tmp_path: Path,
+    notebook: Path,
+    artifacts: Path,
+    check: Any,
+    app: str = "lab",
+) -> None:
+    """Open ``notebook`` (already written under ``tmp_path / "root"``) in JupyterLab or
+    Notebook 7 at 1400×900, run every cell as a user would, then ``check(page, steps,
+    figures)``. Screenshots (also of a failure), the browser console, the figures the
+    check records and the server's log go to ``artifacts`` (emptied first)."""
+    import shutil
+
+    shutil.rmtree(artifacts, ignore_errors=True)
+    artifacts.mkdir(parents=True)
+    with jupyter_server(app, notebook.parent, tmp_path / "home") as server:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        page.add_locator_handler(
+            page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True),
+            lambda button: button.click(),
+        )
+        console: list[str] = []
+        page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+        steps = Steps(page, artifacts)
+        figures: dict[str, Any] = {}
+        try:
+            page.goto(server.notebook_url(notebook.name))
+            page.wait_for_selector(".jp-Notebook .jp-CodeCell")
+            wait_for_kernel(server)
+            run_all_cells(page)
+            page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_TIMEOUT_MS)
+            check(page, steps, figures)
+        except Exception:
+            steps.shot("failure")
+            raise
+        finally:
+            (artifacts / "browser-console.log").write_text("\n".join(console), encoding="utf-8")
+            (artifacts / "figures.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
+            page.close()
+            (artifacts / f"jupyter-{app}.log").write_text(server.log_tail(200_000))

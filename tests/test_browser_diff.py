@@ -10,12 +10,11 @@ Screenshots go to test-artifacts/browser-diff/.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import ALL_CELLS_RAN, Steps, jupyter_server, run_all_cells, wait_for_kernel
+from browser_support import Steps, check_notebook_in_browser, set_dark_theme
 
 from onnx_explorer.views.overlay import PALETTE
 
@@ -23,8 +22,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts" / "browser-diff"
-TIMEOUT_MS = 60_000
-RUN_TIMEOUT_MS = 150_000
 
 CELLS = [
     """\
@@ -82,15 +79,6 @@ def _write_notebook(path: Path) -> None:
     path.write_text(json.dumps(notebook), encoding="utf-8")
 
 
-def _set_dark_theme(page: Any) -> None:
-    page.locator(".lm-MenuBar-item", has_text="Settings").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
-    page.locator(".lm-Menu-itemLabel", has_text="JupyterLab Dark").first.click()
-    page.wait_for_function(
-        "() => document.body.dataset.jpThemeLight === 'false'", timeout=TIMEOUT_MS
-    )
-
-
 def check_diff_view(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
     explorer = page.locator(".oxe-diff").first
     explorer.locator(".oxe-graph-stage g.oxe-kind-node").first.wait_for()
@@ -120,7 +108,7 @@ def check_diff_view(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
     steps.shot("picked-changed-node", explorer)
 
     # Dark theme: the drawing is inverted (hues kept), the fills stay in the SVG.
-    _set_dark_theme(page)
+    set_dark_theme(page)
     page.wait_for_timeout(500)
     assert "invert" in page.evaluate(SEEN_FILTER, handle)
     assert page.evaluate(FILL_OF, [handle, "leaky"]) == PALETTE["changed"].fill
@@ -134,31 +122,4 @@ def test_a_changed_node_is_drawn_coloured_in_jupyterlab(browser, tmp_path):
     root = tmp_path / "root"
     root.mkdir()
     _write_notebook(root / "diff.ipynb")
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
-    with jupyter_server("lab", root, tmp_path / "home") as server:
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.set_default_timeout(TIMEOUT_MS)
-        page.add_locator_handler(
-            page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True),
-            lambda button: button.click(),
-        )
-        console: list[str] = []
-        page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
-        steps = Steps(page, ARTIFACTS)
-        figures: dict[str, Any] = {}
-        try:
-            page.goto(server.notebook_url("diff.ipynb"))
-            page.wait_for_selector(".jp-Notebook .jp-CodeCell")
-            wait_for_kernel(server)
-            run_all_cells(page)
-            page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_TIMEOUT_MS)
-            check_diff_view(page, steps, figures)
-        except Exception:
-            steps.shot("failure")
-            raise
-        finally:
-            (ARTIFACTS / "browser-console.log").write_text("\n".join(console), encoding="utf-8")
-            (ARTIFACTS / "figures.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
-            page.close()
-            (ARTIFACTS / "jupyter-lab.log").write_text(server.log_tail(200_000))
+    check_notebook_in_browser(browser, tmp_path, root / "diff.ipynb", ARTIFACTS, check_diff_view)

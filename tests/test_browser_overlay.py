@@ -10,12 +10,11 @@ and the same in the dark theme. Screenshots go to test-artifacts/browser-overlay
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import ALL_CELLS_RAN, Steps, jupyter_server, run_all_cells, wait_for_kernel
+from browser_support import PAGE_TIMEOUT_MS, Steps, check_notebook_in_browser, set_dark_theme
 
 from onnx_explorer.views.scale_overlay import colour_at
 
@@ -23,8 +22,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts" / "browser-overlay"
-TIMEOUT_MS = 60_000
-RUN_TIMEOUT_MS = 150_000
 HEAVIEST = "/lm_head/MatMul"  # 1×64 @ 64×500: the most MACs of the model
 MATMUL_OWN_FILL = "#dbe4ff"
 
@@ -65,15 +62,6 @@ def _write_notebook(path: Path) -> None:
     path.write_text(json.dumps(notebook), encoding="utf-8")
 
 
-def _set_dark_theme(page: Any) -> None:
-    page.locator(".lm-MenuBar-item", has_text="Settings").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
-    page.locator(".lm-Menu-itemLabel", has_text="JupyterLab Dark").first.click()
-    page.wait_for_function(
-        "() => document.body.dataset.jpThemeLight === 'false'", timeout=TIMEOUT_MS
-    )
-
-
 def _zoom_on(page: Any, explorer: Any, name: str) -> None:
     """Select the node in the list, so the drawing centres it at a readable zoom."""
     search = explorer.locator(".oxe-node-search input").first
@@ -94,7 +82,7 @@ def check_overlay(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
     top = colour_at(1.0)
     page.wait_for_function(
         f"([e, n]) => ({FILL_OF})([e, n]) === '{top}'", arg=[handle, HEAVIEST],
-        timeout=TIMEOUT_MS,
+        timeout=PAGE_TIMEOUT_MS,
     )  # fmt: skip
     legend = explorer.locator(".oxe-graph-legend")
     assert legend.is_visible()
@@ -126,7 +114,7 @@ def check_overlay(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
     page.wait_for_function(
         "e => e.querySelector('.oxe-graph-legend-title').textContent === 'macs'", arg=handle
     )
-    _set_dark_theme(page)
+    set_dark_theme(page)
     page.wait_for_timeout(600)
     assert "invert" in legend.locator(".oxe-graph-legend-bar").evaluate(
         "e => getComputedStyle(e).filter"
@@ -140,31 +128,4 @@ def test_an_overlay_colours_the_nodes_and_shows_a_legend_in_jupyterlab(browser, 
     root = tmp_path / "root"
     root.mkdir()
     _write_notebook(root / "overlay.ipynb")
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
-    with jupyter_server("lab", root, tmp_path / "home") as server:
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.set_default_timeout(TIMEOUT_MS)
-        page.add_locator_handler(
-            page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True),
-            lambda button: button.click(),
-        )
-        console: list[str] = []
-        page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
-        steps = Steps(page, ARTIFACTS)
-        figures: dict[str, Any] = {}
-        try:
-            page.goto(server.notebook_url("overlay.ipynb"))
-            page.wait_for_selector(".jp-Notebook .jp-CodeCell")
-            wait_for_kernel(server)
-            run_all_cells(page)
-            page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_TIMEOUT_MS)
-            check_overlay(page, steps, figures)
-        except Exception:
-            steps.shot("failure")
-            raise
-        finally:
-            (ARTIFACTS / "browser-console.log").write_text("\n".join(console), encoding="utf-8")
-            (ARTIFACTS / "figures.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
-            page.close()
-            (ARTIFACTS / "jupyter-lab.log").write_text(server.log_tail(200_000))
+    check_notebook_in_browser(browser, tmp_path, root / "overlay.ipynb", ARTIFACTS, check_overlay)

@@ -9,19 +9,16 @@ Screenshots go to test-artifacts/browser-run/.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import ALL_CELLS_RAN, Steps, jupyter_server, run_all_cells, wait_for_kernel
+from browser_support import Steps, check_notebook_in_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts" / "browser-run"
-TIMEOUT_MS = 60_000
-RUN_TIMEOUT_MS = 150_000
 
 CELLS = [
     """\
@@ -86,31 +83,4 @@ def test_the_explorer_shows_a_nodes_activation_stats_in_jupyterlab(browser, tmp_
     root = tmp_path / "root"
     root.mkdir()
     _write_notebook(root / "run.ipynb")
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
-    with jupyter_server("lab", root, tmp_path / "home") as server:
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.set_default_timeout(TIMEOUT_MS)
-        page.add_locator_handler(
-            page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True),
-            lambda button: button.click(),
-        )
-        console: list[str] = []
-        page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
-        steps = Steps(page, ARTIFACTS)
-        figures: dict[str, Any] = {}
-        try:
-            page.goto(server.notebook_url("run.ipynb"))
-            page.wait_for_selector(".jp-Notebook .jp-CodeCell")
-            wait_for_kernel(server)
-            run_all_cells(page)
-            page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_TIMEOUT_MS)
-            check_activations(page, steps, figures)
-        except Exception:
-            steps.shot("failure")
-            raise
-        finally:
-            (ARTIFACTS / "browser-console.log").write_text("\n".join(console), encoding="utf-8")
-            (ARTIFACTS / "figures.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
-            page.close()
-            (ARTIFACTS / "jupyter-lab.log").write_text(server.log_tail(200_000))
+    check_notebook_in_browser(browser, tmp_path, root / "run.ipynb", ARTIFACTS, check_activations)
