@@ -370,3 +370,20 @@ def check_notebook_in_browser(
             (artifacts / "figures.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
             page.close()
             (artifacts / f"jupyter-{app}.log").write_text(server.log_tail(200_000))
+
+
+def write_notebook(path: Path, sources: list[str]) -> Path:
+    """A notebook of code cells with these sources, never run, on the default kernel."""
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
+             "execution_count": None}
+            for source in sources
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                    "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }  # fmt: skip
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    return path

@@ -9,12 +9,11 @@ Screenshots go to test-artifacts/browser-diff/.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import Steps, check_notebook_in_browser, set_dark_theme
+from browser_support import Steps, check_notebook_in_browser, set_dark_theme, write_notebook
 
 from onnx_explorer.views.overlay import PALETTE
 
@@ -63,22 +62,6 @@ SEEN_FILTER = (
 )
 
 
-def _write_notebook(path: Path) -> None:
-    cells = [
-        {"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
-         "execution_count": None}
-        for source in CELLS
-    ]  # fmt: skip
-    notebook = {
-        "cells": cells,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                    "language": "python"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }  # fmt: skip
-    path.write_text(json.dumps(notebook), encoding="utf-8")
-
-
 def check_diff_view(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
     explorer = page.locator(".oxe-diff").first
     explorer.locator(".oxe-graph-stage g.oxe-kind-node").first.wait_for()
@@ -121,5 +104,5 @@ def test_a_changed_node_is_drawn_coloured_in_jupyterlab(browser, tmp_path):
     pytest.importorskip("onnx_explorer.model_diff", reason="the analysis of issue 15")
     root = tmp_path / "root"
     root.mkdir()
-    _write_notebook(root / "diff.ipynb")
+    write_notebook(root / "diff.ipynb", CELLS)
     check_notebook_in_browser(browser, tmp_path, root / "diff.ipynb", ARTIFACTS, check_diff_view)

@@ -9,12 +9,17 @@ and the same in the dark theme. Screenshots go to test-artifacts/browser-overlay
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import PAGE_TIMEOUT_MS, Steps, check_notebook_in_browser, set_dark_theme
+from browser_support import (
+    PAGE_TIMEOUT_MS,
+    Steps,
+    check_notebook_in_browser,
+    set_dark_theme,
+    write_notebook,
+)
 
 from onnx_explorer.views.scale_overlay import colour_at
 
@@ -44,22 +49,6 @@ FILL_OF = """([explorer, name]) => {
   const shape = g.querySelector('path, polygon');
   return shape ? shape.getAttribute('fill') : null;
 }"""
-
-
-def _write_notebook(path: Path) -> None:
-    cells = [
-        {"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
-         "execution_count": None}
-        for source in CELLS
-    ]  # fmt: skip
-    notebook = {
-        "cells": cells,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                    "language": "python"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }  # fmt: skip
-    path.write_text(json.dumps(notebook), encoding="utf-8")
 
 
 def _zoom_on(page: Any, explorer: Any, name: str) -> None:
@@ -127,5 +116,5 @@ def test_an_overlay_colours_the_nodes_and_shows_a_legend_in_jupyterlab(browser, 
     pytest.importorskip("onnx_explorer.metrics", reason="the analysis of issue 16")
     root = tmp_path / "root"
     root.mkdir()
-    _write_notebook(root / "overlay.ipynb")
+    write_notebook(root / "overlay.ipynb", CELLS)
     check_notebook_in_browser(browser, tmp_path, root / "overlay.ipynb", ARTIFACTS, check_overlay)

@@ -8,12 +8,11 @@ Screenshots go to test-artifacts/browser-run/.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import Steps, check_notebook_in_browser
+from browser_support import Steps, check_notebook_in_browser, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 
@@ -42,22 +41,6 @@ onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
 ]
 
 
-def _write_notebook(path: Path) -> None:
-    cells = [
-        {"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
-         "execution_count": None}
-        for source in CELLS
-    ]  # fmt: skip
-    notebook = {
-        "cells": cells,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                    "language": "python"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }  # fmt: skip
-    path.write_text(json.dumps(notebook), encoding="utf-8")
-
-
 def check_activations(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
     explorer = page.locator(".oxe-explorer").first
     explorer.locator(".oxe-graph-stage g.oxe-kind-node").first.wait_for()
@@ -82,5 +65,5 @@ def test_the_explorer_shows_a_nodes_activation_stats_in_jupyterlab(browser, tmp_
     pytest.importorskip("onnxruntime")
     root = tmp_path / "root"
     root.mkdir()
-    _write_notebook(root / "run.ipynb")
+    write_notebook(root / "run.ipynb", CELLS)
     check_notebook_in_browser(browser, tmp_path, root / "run.ipynb", ARTIFACTS, check_activations)

@@ -9,12 +9,11 @@ the widget, and a dark theme. Screenshots go to test-artifacts/browser-view/<app
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import Steps, check_notebook_in_browser
+from browser_support import Steps, check_notebook_in_browser, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 
@@ -107,22 +106,6 @@ BACKGROUND_LUMINANCE = """explorer => {
   const [r, g, b] = c.match(/[\\d.]+/g).map(Number);
   return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
 }"""
-
-
-def _write_notebook(path: Path) -> None:
-    cells = [
-        {"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
-         "execution_count": None}
-        for source in CELLS
-    ]  # fmt: skip
-    notebook = {
-        "cells": cells,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                    "language": "python"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }  # fmt: skip
-    path.write_text(json.dumps(notebook), encoding="utf-8")
 
 
 def _set_theme(page: Any, name: str) -> None:
@@ -272,7 +255,7 @@ def test_the_first_minute_in_the_browser(app, browser, tmp_path):
         pytest.importorskip("notebook", reason="Notebook 7 is in the dev extras")
     root = tmp_path / "root"
     root.mkdir()
-    _write_notebook(root / "view.ipynb")
+    write_notebook(root / "view.ipynb", CELLS)
     check_notebook_in_browser(
         browser, tmp_path, root / "view.ipynb", ARTIFACTS / app,
         lambda page, steps, figures: check_view(page, app, steps, figures), app=app,
