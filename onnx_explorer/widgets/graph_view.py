@@ -13,6 +13,7 @@ is being laid out, and the browser's Cancel button stops it.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import threading
 import time
@@ -26,6 +27,8 @@ import traitlets
 
 from ..errors import ExplorerError, LayoutCancelledError
 from ..model import Graph, Model, Node
+from ..readers import inference_child
+from ..views import render
 from ..views.dot import DEFAULT_HOPS, DEFAULT_MAX_NODES, DotResult
 from ..views.index import graph_index
 from ..views.layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
@@ -39,6 +42,29 @@ MATCHES_MARKED = 2000
 
 #: What is painted over the drawing: one overlay, or one per graph (bodies differ).
 OverlaySource = Overlay | Callable[[Graph], Overlay | None] | None
+
+
+#: Layout threads still running; waited for at exit (see _finish_layouts_at_exit).
+_LAYOUT_THREADS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+EXIT_WAIT = 3.0  # seconds at most that exit waits for layouts whose children were killed
+
+
+@atexit.register
+def _finish_layouts_at_exit() -> None:
+    """Let layout threads end before Python finalizes.
+
+    A daemon thread still running then is stopped where it stands, and one inside C++
+    code (protobuf serializing a model for inference, a decoder) aborts the whole
+    process: "terminate called without an active exception", exit status 134. So the
+    `dot` and inference children they wait on are killed first (no new ones start), and
+    each thread, its child gone, ends within moments. Registered after ``render`` and
+    ``inference_child`` (this module imports them), so atexit runs it before theirs.
+    """
+    render.kill_all()
+    inference_child.kill_all()
+    deadline = time.monotonic() + EXIT_WAIT
+    for thread in list(_LAYOUT_THREADS):
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 class GraphView(anywidget.AnyWidget):
@@ -255,6 +281,7 @@ class GraphView(anywidget.AnyWidget):
                 daemon=True,
             )
             self._worker = worker
+            _LAYOUT_THREADS.add(worker)
             worker.start()
 
     def _supersede(self) -> int:

@@ -300,12 +300,16 @@ _pick_waiting = threading.Event()
 
 
 def _start_plot_warm_up() -> None:
-    """Once per process: import matplotlib and draw a tiny figure in a daemon thread."""
+    """Once per process: import matplotlib and draw a tiny figure in a thread.
+
+    Not a daemon: Python stops daemon threads where they stand when it finalizes, and
+    one inside matplotlib's C++ (fonts, Agg) then aborts the process at exit. Exit waits
+    for this one instead (about a second, once)."""
     global _warm_up_thread
     with _warm_up_lock:
         if _warm_up_thread is not None:
             return
-        thread = threading.Thread(target=_warm_up, name="onnx-explorer-plot-warm-up", daemon=True)
+        thread = threading.Thread(target=_warm_up, name="onnx-explorer-plot-warm-up", daemon=False)
         thread.start()
         _warm_up_thread = thread
 
