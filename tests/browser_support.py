@@ -163,8 +163,16 @@ def wait_for_kernel(server: JupyterServer, timeout: float = START_TIMEOUT) -> No
     url = f"{server.base_url}/api/kernels?token={server.token}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            kernels = json.load(response)
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                kernels = json.load(response)
+        except urllib.error.HTTPError as exc:
+            # jupyter_server answers 500 while a kernel is half started (its last_activity
+            # is still None): ask again.
+            if exc.code < 500:
+                raise
+            time.sleep(0.5)
+            continue
         if any(k["execution_state"] == "idle" and k["connections"] > 0 for k in kernels):
             return
         time.sleep(0.5)
