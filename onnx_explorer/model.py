@@ -568,6 +568,12 @@ class WeightRef:
     node: Node | None = None
 
 
+#: Inference runs by itself (callers' ``infer=None``) on graphs of at most this many
+#: nodes: it costs about 1.2 s per 100,000 nodes here (plus 0.3-0.5 s, once per Python
+#: process, to start the worker process it runs in), too much to put before a first view.
+INFER_AUTO_MAX_NODES = 50_000
+
+
 @dataclass(frozen=True)
 class InferredTypes:
     """Value types found by the file format's own inference (ONNX shape inference).
@@ -618,8 +624,10 @@ class Model:
         self._data_files = data_files
         self.source = source  # format-specific object (e.g. the ModelProto), for tools that need it
         self.source_bytes: bytes | None = None  # the file's bytes when loaded from bytes
-        # The format's own type inference, set by the reader (may be slow: callers cache).
+        # The format's own type inference, set by the reader (slow: see inferred_types()).
         self.type_inference = type_inference
+        self._inferred: InferredTypes | None = None
+        self._inferring = threading.Lock()
         self._graphs: dict[str, Graph] | None = None
         for g in _built_graphs([graph, *(f.graph for f in functions)]):
             g.model = self  # bodies built later find it through their parent node
@@ -638,6 +646,30 @@ class Model:
         """Unmap data files (arrays still referring to them keep their map alive)."""
         if self._data_files is not None:
             self._data_files.close()
+
+    def inferred_types(self) -> InferredTypes:
+        """The format's type inference over every graph, run once per model (never raises).
+
+        The drawing's layout thread, the attribute panel and :func:`onnx_explorer.metrics`
+        all ask here: a second caller waits for the run under way (bounded by the reader's
+        time limit) instead of starting another.
+        """
+        found = self._inferred
+        if found is not None:
+            return found
+        with self._inferring:
+            if self._inferred is None:
+                self._inferred = (
+                    InferredTypes({}, f"no shape inference for {self.format} models")
+                    if self.type_inference is None
+                    else self.type_inference(self)
+                )
+            return self._inferred
+
+    @property
+    def has_inferred_types(self) -> bool:
+        """True once :meth:`inferred_types` has run (asking is free from then on)."""
+        return self._inferred is not None
 
     def function(self, domain: str, name: str) -> Function | None:
         return self._functions_by_key.get((domain, name))

@@ -487,3 +487,24 @@ def test_a_file_that_is_not_a_profile_is_refused(tmp_path):
     path.write_text("not json")
     with pytest.raises(ModelFormatError, match="not an onnxruntime profile"):
         read_ort_profile(path)
+
+
+def test_the_drawing_and_metrics_share_one_shape_inference_run():
+    # Layout thread, attribute panel and metrics all ask the model: inference runs once
+    # (it takes seconds on big graphs, and a second run would block the kernel again).
+    from onnx_explorer.samples import tiny_transformer
+    from onnx_explorer.views.shapes import value_types
+
+    model = ox.load(tiny_transformer())
+    runs = []
+    inference = model.type_inference
+
+    def counted(m):
+        runs.append(1)
+        return inference(m)
+
+    model.type_inference = counted
+    _types, note = value_types(model.graph, model)
+    assert note is None
+    rows = ox.metrics(model).rows
+    assert any(r["macs"] for r in rows) and len(runs) == 1

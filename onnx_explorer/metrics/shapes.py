@@ -4,18 +4,12 @@ with symbolic dimensions bound by the caller (unbound ones taken as 1 and rememb
 from __future__ import annotations
 
 import math
-import threading
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
 from ..dtypes import DTYPES
-from ..model import Graph, InferredTypes, Model, Node, ValueInfo
+from ..model import INFER_AUTO_MAX_NODES, Graph, InferredTypes, Model, Node, ValueInfo
 from .rules import Shape
-
-#: Inference runs by itself (``infer=None``) on graphs of at most this many nodes (about
-#: 1.2 s per 100,000 nodes plus a worker process start), as in the explorer's views.
-INFER_AUTO_MAX_NODES = 50_000
 
 #: GraphDef ops whose (first) output has their first input's shape.
 _SAME_SHAPE = (
@@ -24,9 +18,6 @@ _SAME_SHAPE = (
     "LeakyRelu StopGradient"
 )
 SAME_SHAPE_OPS = frozenset(_SAME_SHAPE.split())
-
-_CACHE: weakref.WeakKeyDictionary[Model, InferredTypes] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
 
 
 def checked_dims(dims: Mapping[str, Any] | None) -> dict[str, int]:
@@ -47,16 +38,13 @@ def checked_dims(dims: Mapping[str, Any] | None) -> dict[str, int]:
 
 
 def inferred_types(model: Model | None, graph: Graph, infer: bool | None) -> InferredTypes | None:
-    """The format's type inference (cached per model), or None when not run; never raises."""
+    """The format's type inference (the model's own, shared with the drawing), or None
+    when not run; never raises."""
     if model is None or model.type_inference is None or infer is False:
         return None
     if infer is None and len(graph.nodes) > INFER_AUTO_MAX_NODES:
         return None
-    with _LOCK:
-        found = _CACHE.get(model)
-        if found is None:
-            found = _CACHE[model] = model.type_inference(model)
-    return found
+    return model.inferred_types()
 
 
 def needs_inference(graph: Graph) -> bool:

@@ -6,45 +6,23 @@ its result as plain :class:`ValueInfo` and never import readers or protobuf.
 
 A model whose inference fails or runs out of time (the reader runs it in a child
 process with a time limit) still draws, without the inferred labels; the reason is
-kept as a note. Results are cached per model, and one inference runs per model at a
-time: a second caller (the attribute panel on the main thread while a layout thread
-infers) waits for the first one's result, which the time limit bounds, instead of
-sending the worker the same model again.
+kept as a note. The result is the model's own (:meth:`Model.inferred_types`: run once,
+a second caller waiting for the first), shared with :func:`onnx_explorer.metrics`.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Mapping
 
-from ..model import Graph, InferredTypes, Model, ValueInfo
-
-#: Inference runs by itself (``infer=None``) on graphs of at most this many nodes: it
-#: costs about 1.2 s per 100,000 nodes here (plus 0.3-0.5 s, once per Python process, to
-#: start the worker process it runs in), too much to put before a first view.
-INFER_AUTO_MAX_NODES = 50_000
+from ..model import INFER_AUTO_MAX_NODES, Graph, InferredTypes, Model, ValueInfo
 
 #: What :func:`inferred_types` returns (the model's own type).
 Inferred = InferredTypes
 
-_CACHE: weakref.WeakKeyDictionary[Model, Inferred] = weakref.WeakKeyDictionary()
-_RUNNING: weakref.WeakKeyDictionary[Model, threading.Lock] = weakref.WeakKeyDictionary()
-_RUNNING_LOCK = threading.Lock()
-
 
 def inferred_types(model: Model) -> Inferred:
     """The format's own type inference over every graph of a model (cached; never raises)."""
-    result = _CACHE.get(model)
-    if result is not None:
-        return result
-    with _RUNNING_LOCK:
-        running = _RUNNING.setdefault(model, threading.Lock())
-    with running:
-        result = _CACHE.get(model)
-        if result is None:
-            result = _CACHE[model] = _infer(model)
-    return result
+    return model.inferred_types()
 
 
 class ValueTypes:
@@ -81,7 +59,7 @@ def value_types(
     if model is None or model.type_inference is None or infer is False:
         return ValueTypes(graph, {}), None
     big = len(model.graph.nodes) > INFER_AUTO_MAX_NODES
-    if infer is None and big and model not in _CACHE:
+    if infer is None and big and not model.has_inferred_types:
         note = (
             f"edge shapes from the file only: shape inference skipped for "
             f"{len(model.graph.nodes):,} nodes (infer_shapes=True runs it)"
@@ -91,10 +69,3 @@ def value_types(
     if result.error is not None:
         return ValueTypes(graph, {}), f"edge shapes from the file only: {result.error}"
     return ValueTypes(graph, result.types.get(id(graph), {})), None
-
-
-# -- inference ---------------------------------------------------------------------------
-def _infer(model: Model) -> Inferred:
-    if model.type_inference is None:
-        return Inferred({}, f"no shape inference for {model.format} models")
-    return model.type_inference(model)
