@@ -40,7 +40,6 @@ def chain(nodes_total: int) -> onnx.ModelProto:
         scope = f"/blocks/b{i // 100}/l{i}"
         for op, ins in (("MatMul", [x, "W"]), ("Add", [f"{scope}/mm", "b"]),
                         ("Relu", [f"{scope}/add"])):  # fmt: skip
-            out = f"{scope}/{op.lower()[:3] if op != 'MatMul' else 'mm'}"
             out = {"MatMul": f"{scope}/mm", "Add": f"{scope}/add", "Relu": f"{scope}/relu"}[op]
             nodes.append(helper.make_node(op, ins, [out], name=f"{scope}/{op}"))
             infos.append(helper.make_tensor_value_info(out, F, [8, 16]))

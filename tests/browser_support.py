@@ -395,3 +395,13 @@ def write_notebook(path: Path, sources: list[str]) -> Path:
     }  # fmt: skip
     path.write_text(json.dumps(notebook), encoding="utf-8")
     return path
+
+
+#: The fill graphviz wrote for the box of the node named ``name`` in an explorer.
+FILL_OF = """([explorer, name]) => {
+  const g = [...explorer.querySelectorAll('.oxe-graph-stage g.oxe-kind-node')]
+    .find(g => g.querySelector('title').textContent.split('\\n')[0] === name);
+  if (!g) return null;
+  const shape = g.querySelector('path, polygon');
+  return shape ? shape.getAttribute('fill') : null;
+}"""

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import Steps, check_notebook_in_browser, set_dark_theme, write_notebook
+from browser_support import (
+    FILL_OF,
+    Steps,
+    check_notebook_in_browser,
+    set_dark_theme,
+    write_notebook,
+)
 
 from onnx_explorer.views.overlay import PALETTE
 
@@ -48,13 +54,6 @@ def export(version):
 ]
 
 # The fill Graphviz painted the box of the node whose hover title starts with `name`.
-FILL_OF = """([explorer, name]) => {
-  const g = [...explorer.querySelectorAll('.oxe-graph-stage g.oxe-kind-node')]
-    .find(g => g.querySelector('title').textContent.split('\\n')[0] === name);
-  if (!g) return null;
-  const shape = g.querySelector('path, polygon');
-  return shape ? shape.getAttribute('fill') : null;
-}"""
 
 # The colour the user sees for that box: its computed fill, through the theme's filter.
 SEEN_FILTER = (

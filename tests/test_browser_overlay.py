@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from browser_support import (
+    FILL_OF,
     PAGE_TIMEOUT_MS,
     Steps,
     check_notebook_in_browser,
@@ -41,14 +42,6 @@ ex.graph_view.wait(60)
 layouts = ex.graph_view.layouts
 ex.overlay("macs")""",
 ]
-
-FILL_OF = """([explorer, name]) => {
-  const g = [...explorer.querySelectorAll('.oxe-graph-stage g.oxe-kind-node')]
-    .find(g => g.querySelector('title').textContent.split('\\n')[0] === name);
-  if (!g) return null;
-  const shape = g.querySelector('path, polygon');
-  return shape ? shape.getAttribute('fill') : null;
-}"""
 
 
 def _zoom_on(page: Any, explorer: Any, name: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import Steps, check_notebook_in_browser, write_notebook
+from browser_support import Steps, check_notebook_in_browser, set_dark_theme, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 
@@ -106,15 +106,6 @@ BACKGROUND_LUMINANCE = """explorer => {
   const [r, g, b] = c.match(/[\\d.]+/g).map(Number);
   return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
 }"""
-
-
-def _set_theme(page: Any, name: str) -> None:
-    page.locator(".lm-MenuBar-item", has_text="Settings").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
-    page.locator(".lm-Menu-itemLabel", has_text=name).first.click()
-    page.wait_for_function(
-        "() => document.body.dataset.jpThemeLight === 'false'", timeout=TIMEOUT_MS
-    )
 
 
 def check_view(page: Any, app: str, steps: Steps, figures: dict[str, Any]) -> None:
@@ -242,7 +233,7 @@ def check_view(page: Any, app: str, steps: Steps, figures: dict[str, Any]) -> No
     slow.locator(".oxe-graph-error", has_text="cancelled").wait_for()
 
     # Dark theme: the graph pane turns dark with the front end.
-    _set_theme(page, "JupyterLab Dark")
+    set_dark_theme(page)
     transformer.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
     assert transformer.evaluate(BACKGROUND_LUMINANCE) < 0.25
