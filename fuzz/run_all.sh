@@ -21,7 +21,13 @@ artifacts=test-artifacts/fuzz
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 if ! "$python" -c "import atheris" 2>/dev/null; then
-    echo "fuzz: atheris is not installed in $python (pip install -e '.[dev]', Python 3.11-3.13)" >&2
+    # The dev extra installs atheris only where it has wheels (Python 3.11-3.13): elsewhere
+    # there is nothing to run, which is not a finding; where it should be, its absence is.
+    if ! "$python" -c "import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))"; then
+        echo "fuzz: skipped, atheris has no wheel for this Python (3.11-3.13 only)"
+        exit 0
+    fi
+    echo "fuzz: atheris is not installed in $python (pip install -e '.[dev]')" >&2
     exit 1
 fi
 mkdir -p "$artifacts"

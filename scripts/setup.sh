@@ -10,7 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 if command -v apt-get >/dev/null 2>&1; then
     $SUDO apt-get update -qq
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        graphviz chromium fonts-dejavu-core >/dev/null
+        graphviz chromium fonts-dejavu-core python3-venv >/dev/null
 else
     echo "apt-get not found: install Graphviz yourself (conda install -c conda-forge graphviz, brew install graphviz)" >&2
 fi
