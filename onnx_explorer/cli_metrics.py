@@ -17,7 +17,9 @@ TEXT_TOP = 20  # rows shown in text unless --top says otherwise
 
 
 def parse_dims(text: str | None) -> dict[str, int]:
-    """``batch=1,sequence=128`` → {"batch": 1, "sequence": 128}; ValueError naming a bad entry."""
+    """``batch=1,sequence=128`` → {"batch": 1, "sequence": 128}; ValueError naming a bad entry.
+
+    ``metrics`` and ``run`` both take ``--dims`` this way."""
     dims: dict[str, int] = {}
     for item in (text or "").split(","):
         if not item.strip():
@@ -33,6 +35,8 @@ def parse_dims(text: str | None) -> dict[str, int]:
             ) from None
         if size < 0:
             raise ValueError(f"--dims {name.strip()}: size must not be negative, not {size}")
+        if not value.strip().isdigit():  # int() also takes "+1" and "1_000"
+            raise ValueError(f"--dims {name.strip()}: size {value.strip()!r} is not an integer")
         dims[name.strip()] = size
     return dims
 

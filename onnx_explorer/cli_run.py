@@ -10,25 +10,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .cli_metrics import parse_dims
 from .errors import ExplorerError
 from .runs import RunFailedError, compare, run
 from .views.text import terminal_safe
 
 
-def _dims(texts: list[str]) -> dict[str, int]:
-    dims = {}
-    for text in texts:
-        for item in text.split(","):
-            name, sep, value = item.partition("=")
-            if not sep or not value.strip().isdigit():
-                raise ValueError(f"--dims takes NAME=INT[,NAME=INT...], not {item!r}")
-            dims[name.strip()] = int(value)
-    return dims
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
     try:
-        dims = _dims(args.dims or [])
+        dims = parse_dims(",".join(args.dims or []))  # --dims may be given more than once
         if args.compare:
             return _compare(args, dims)
         try:
