@@ -139,15 +139,7 @@ class ModelDiff:
                 "added": [r.label for r in self.nodes_added],
                 "removed": [r.label for r in self.nodes_removed],
                 "renamed": [[a.label, b.label] for a, b in self.nodes_renamed],
-                "changed": [
-                    {
-                        "a": c.a.label,
-                        "b": c.b.label,
-                        "op_type": c.b.op_type,
-                        "changes": list(c.changes),
-                    }
-                    for c in self.nodes_changed
-                ],
+                "changed": [self._node_dict(c) for c in self.nodes_changed],
             },
             "tensors": {
                 "added": list(self.tensors_added),

@@ -89,8 +89,7 @@ def change_rows(diff: ModelDiff) -> list[ChangeRow]:
 
 
 def _ref_name(ref: Any) -> str:
-    name = as_text(ref.name) or f"#{ref.index}"
-    return name if ref.graph == "/" else f"{as_text(ref.graph)}/{name}"
+    return as_text(ref.label)  # "#index" for a node without a name; bodies' graph path first
 
 
 def _line(status: str, name: Any, detail: str) -> str:
