@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import Histogram, TensorStats, array_histogram, array_values, summarize
+from ..stats import Histogram, TensorStats, array_histogram, array_values, histogram, summarize
 from ._batch_stats import batch_stats, stackable
 from ._execute import Execution, Failure, Produced
 from ._feeds import check_feeds, generate_feeds, input_specs, load_feeds
@@ -265,12 +265,12 @@ class Collector:
 def record(name: str, node: str, op_type: str, value: Any, bins: int) -> TensorRecord:
     if isinstance(value, list) or not isinstance(value, np.ndarray):
         return TensorRecord(name, node, op_type, "sequence", (), None)
-    stats = histogram = None
+    stats = binned = None
     if value.dtype.kind in "biuf":
         stats = _summary(value)
-        if bins > 0:
-            histogram = array_histogram(value, bins)
-    return TensorRecord(name, node, op_type, value.dtype.name, tuple(value.shape), stats, histogram)
+        if bins > 0:  # the range from the statistics: no second pass for min and max
+            binned = histogram(array_values(value), bins, stats=stats)
+    return TensorRecord(name, node, op_type, value.dtype.name, tuple(value.shape), stats, binned)
 
 
 def _summary(value: np.ndarray) -> TensorStats:
