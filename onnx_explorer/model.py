@@ -6,11 +6,13 @@ read them. Nothing here knows about protobuf or any file format.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -566,6 +568,25 @@ class WeightRef:
     tensor: Tensor
     kind: str  # "initializer", "constant", "attribute", "sparse_initializer"
     node: Node | None = None
+
+
+#: Deepest scope nesting taken from a node name (``/model/layers.3/attn/MatMul``):
+#: components past this many stay in the node's own name. Every scope stores its full
+#: path, so an uncapped name of N components cost N² bytes (60,000 components: 5 GB);
+#: no exporter nests modules anywhere near this deep.
+SCOPE_DEPTH_MAX = 64
+
+_SCOPE_PART = re.compile("[^/]+")
+
+
+def scope_parts(prefix: str) -> list[str]:
+    """The scope components of a name prefix: its non-empty parts, at most SCOPE_DEPTH_MAX.
+
+    Scans only as far as it needs, at C speed: a 1 MB name of parts or of bare ``/``
+    costs one pass, not a list of every part. The explorer's scope tree and
+    :func:`onnx_explorer.metrics` both group by it.
+    """
+    return [m.group() for m in islice(_SCOPE_PART.finditer(prefix), SCOPE_DEPTH_MAX)]
 
 
 #: Inference runs by itself (callers' ``infer=None``) on graphs of at most this many

@@ -18,8 +18,9 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_explorer as ox
+from onnx_explorer.model import SCOPE_DEPTH_MAX
 from onnx_explorer.views.dot import build_dot
-from onnx_explorer.views.scopes import SCOPE_DEPTH_MAX, scope_tree
+from onnx_explorer.views.scopes import scope_tree
 
 pytestmark = pytest.mark.graphviz
 

@@ -2,32 +2,25 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any, Literal
 
-from ..model import Graph, Model, Node
+from ..model import Graph, Model, Node, scope_parts
 from ..tensors import Tensor
 from .rules import rule_for
 from .shapes import GraphShapes, NodeView, checked_dims, inferred_types, needs_inference
-
-#: Deepest scope nesting, as in the explorer's scope tree (views.scopes.SCOPE_DEPTH_MAX).
-SCOPE_DEPTH_MAX = 64
 
 Series = Literal["macs", "params", "activation_bytes", "param_bytes"]
 SERIES: tuple[str, ...] = ("macs", "params", "activation_bytes", "param_bytes")
 COLUMNS = ("name", "op_type", "domain", "scope", "params", "param_bytes", "activation_bytes",
            "macs")  # fmt: skip
 
-_PART = re.compile("[^/]+")
-
 
 def scope_of(name: str) -> str:
-    """A node name's scope: the non-empty parts before its last ``/`` (at most 64)."""
-    prefix = name.rpartition("/")[0]
-    return "/".join(m.group() for m in islice(_PART.finditer(prefix), SCOPE_DEPTH_MAX))
+    """A node name's scope: the non-empty parts before its last ``/`` (at most 64), the
+    scope the explorer groups the node under."""
+    return "/".join(scope_parts(name.rpartition("/")[0]))
 
 
 @dataclass

@@ -31,23 +31,17 @@ import weakref
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import islice
 from operator import attrgetter
 
 import numpy as np
 
-from ..model import Graph
+from ..model import Graph, scope_parts
 from ..tensors import Tensor
 from .index import GraphIndex, graph_index, paused_gc
 from .quoting import as_text, shorten
 
 #: Most items (drawn nodes + child scopes) a scope shows when expanded.
 SCOPE_ITEMS_MAX = 200
-
-#: Deepest scope nesting: components of a name past this many stay in the node's own name.
-#: Every scope stores its full path, so an uncapped name of N components cost N² bytes
-#: (60,000 components: 5 GB); no exporter nests modules anywhere near this deep.
-SCOPE_DEPTH_MAX = 64
 
 #: Longest item name a synthetic group's label is made of (``first … last``).
 GROUP_NAME_CHARS = 60
@@ -358,18 +352,6 @@ class ScopeTree:
             k += 1
         taken.add(label)
         return label
-
-
-def scope_parts(prefix: str) -> list[str]:
-    """The scope components of a name prefix: its non-empty parts, at most SCOPE_DEPTH_MAX.
-
-    Scans only as far as it needs, at C speed: a 1 MB name of parts or of bare ``/``
-    costs one pass, not a list of every part.
-    """
-    return [m.group() for m in islice(_PART.finditer(prefix), SCOPE_DEPTH_MAX)]
-
-
-_PART = re.compile("[^/]+")
 
 
 def _scopes_from_metadata(graph: Graph) -> bool:
