@@ -4,12 +4,16 @@
     python bench/run.py --quick    # 2,000 nodes only
 
 The graphs are the decoder-only transformers of ``bench/render.py`` (same builder,
-same node count) made narrow enough to run here (hidden 64, FFN 256, 4 heads; weights
-random in an external ``weights.bin``), fed ``hidden_states`` of 1×128×64. Each
-contender runs in a fresh process: the plain run builds one session for the model's
-outputs and times one warm-up and three runs (median); ``onnx_explorer.run`` captures
-every tensor (streamed statistics) and reports the time spent building its segment
-sessions apart from the rest (both import onnxruntime before the clock starts). Peak memory is the child's peak RSS.
+same node count) at two widths that fit here (its own 768 would need 15 GB of weights
+at 20,000 nodes): narrow (hidden 64, FFN 256, 4 heads), the worst case for capturing,
+where onnxruntime's run is mostly per-node overhead and every FLOP makes an activation
+byte; and wide (hidden 256, FFN 1024, 4 heads). Weights are random in an external
+``weights.bin``; the input is ``hidden_states`` of 1×128×hidden. Each contender runs in
+a fresh process: the plain run builds one session for the model's outputs, times its
+first run, then three more (median: "plain: run"); ``onnx_explorer.run`` captures every
+tensor (streamed statistics) once and reports the time spent building its segment
+sessions apart from the rest (both import onnxruntime before the clock starts). Peak
+memory is the child's peak RSS.
 Target (issue 17): capture time after session creation ≤ 2× the plain run; peak ≤ plain
 + 2× the largest activation + 64 MB.
 """
@@ -40,16 +44,21 @@ from _common import (  # noqa: E402
     write_result,
 )
 
-render.HIDDEN, render.FFN, render.HEADS = 64, 256, 4
 SEQ = 128
+#: hidden, FFN, heads. Narrow: the worst case for capturing (the most activation bytes
+#: per FLOP, onnxruntime's run mostly per-node overhead). Wide: a small real width
+#: (MiniLM/BERT-small class) that still fits the 20,000-node graph on this machine.
+WIDTHS = {"narrow": (64, 256, 4), "wide": (256, 1024, 4)}
 
 PLAIN_SETUP = """
 import numpy as np, onnxruntime as ort, time, statistics
-x = {"hidden_states": np.random.default_rng(0).standard_normal((1, SEQ, 64)).astype(np.float32)}
+x = {"hidden_states": np.random.default_rng(0).standard_normal((1, SEQ, HIDDEN)).astype(np.float32)}
 began = time.perf_counter()
 session = ort.InferenceSession(PATH, providers=["CPUExecutionProvider"])
 report["session_seconds"] = time.perf_counter() - began
+began = time.perf_counter()
 session.run(None, x)
+report["first_seconds"] = time.perf_counter() - began
 """
 PLAIN_STMT = """
 times = []
@@ -61,7 +70,7 @@ report["run_seconds"] = statistics.median(times)
 """
 CAPTURE_SETUP = """
 import numpy as np, onnx_explorer as ox, onnxruntime, time  # imported outside the timing, as for plain
-x = {"hidden_states": np.random.default_rng(0).standard_normal((1, SEQ, 64)).astype(np.float32)}
+x = {"hidden_states": np.random.default_rng(0).standard_normal((1, SEQ, HIDDEN)).astype(np.float32)}
 """
 CAPTURE_STMT = """
 began = time.perf_counter()
@@ -94,7 +103,9 @@ def make(path: Path, nodes: int) -> int:
 
 def child(setup: str, stmt: str, path: Path) -> dict:
     code = timed_child(
-        setup.replace("PATH", repr(str(path))).replace("SEQ", str(SEQ)),
+        setup.replace("PATH", repr(str(path)))
+        .replace("SEQ", str(SEQ))
+        .replace("HIDDEN", str(render.HIDDEN)),
         stmt.replace("PATH", repr(str(path))),
     )
     run = run_python(code)
@@ -106,7 +117,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     rows = []
-    for target in (2_000,) if args.quick else (2_000, 20_000):
+    for target, width in [(2_000, "narrow"), (2_000, "wide"), (20_000, "narrow"), (20_000, "wide")]:
+        if args.quick and target > 2_000:
+            continue
+        render.HIDDEN, render.FFN, render.HEADS = WIDTHS[width]
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "model.onnx"
             nodes = make(path, target)
@@ -114,15 +128,16 @@ def main() -> None:
             capture = child(CAPTURE_SETUP, CAPTURE_STMT, path)
         budget = plain["peak"] + 2 * capture["largest"] + (64 << 20)
         rows.append([
-            f"{nodes:,}", str(capture["tensors"]),
-            fmt_seconds(plain["session_seconds"]), fmt_seconds(plain["run_seconds"]),
+            f"{nodes:,}", f"{width} ({render.HIDDEN})", str(capture["tensors"]),
+            fmt_seconds(plain["session_seconds"]), fmt_seconds(plain["first_seconds"]),
+            fmt_seconds(plain["run_seconds"]),
             fmt_seconds(capture["session_seconds"]), fmt_seconds(capture["run_seconds"]),
             fmt_ratio(capture["run_seconds"] / plain["run_seconds"]),
             fmt_bytes(plain["peak"]), fmt_bytes(capture["peak"]), fmt_bytes(budget),
             fmt_bytes(capture["largest"]),
         ])  # fmt: skip
         print(rows[-1], flush=True)
-    header = ["nodes", "tensors captured", "plain: session", "plain: run",
+    header = ["nodes", "width (hidden)", "tensors captured", "plain: session", "plain: first run", "plain: run",
               "capture: sessions", "capture: run + stats", "ratio", "plain peak",
               "capture peak", "peak budget", "largest activation"]  # fmt: skip
     text = "\n".join([

@@ -7,7 +7,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._ort import RunError, failing_node, make_session, short
+from ._ort import RunError, failing_node, make_session, onnxruntime, release_run_memory, short
 from ._plan import SEGMENT_BYTES, SEGMENT_NODES, Plan, segment_model
 
 
@@ -112,9 +112,11 @@ class Execution:
         finally:
             self.timing.sessions += time.perf_counter() - began
         inputs = {v.name: live[v.name] for v in session.get_inputs()}
+        last = segment[-1] == self.plan.order[-1]
+        options = release_run_memory(onnxruntime()) if last else None
         began = time.perf_counter()
         try:
-            values = session.run(outputs, inputs)
+            values = session.run(outputs, inputs, options)
         except Exception as exc:
             raise self._error(exc, segment, "failed") from None
         finally:

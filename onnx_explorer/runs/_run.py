@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..stats import Histogram, TensorStats, array_histogram, array_values, histogram, summarize
-from ._batch_stats import batch_stats, stackable
+from ..stats import Histogram, TensorStats, array_values, histogram, summarize
+from ._activation_stats import activation_stats, fast_path
+from ._background import Background
 from ._execute import Execution, Failure, Produced
 from ._feeds import check_feeds, generate_feeds, input_specs, load_feeds
 from ._ort import RunError, onnxruntime
@@ -116,13 +117,18 @@ def _shape_of(value: Any) -> Any:
 
 Capture = str | Sequence[str]
 
-#: Percentiles of an activation come from a uniform sample of this many values (exact
-#: below it). Weights use 2**18; for activations the exact partition of up to 2**18
-#: values per tensor was two thirds of a capture-all run's time (bench/run.py), and a
-#: 2**14 sample puts the median within about ±0.4 percentage point of rank.
+#: Percentiles of an activation that ``summarize`` takes (one with a NaN or an Inf, or a
+#: dtype the fast path does not take) come from a uniform sample of this many values.
 ACTIVATION_SAMPLE = 1 << 14
-#: Bytes of values held until their statistics are computed together (:mod:`._batch_stats`).
-PENDING_BYTES = 8 << 20
+#: Ops whose output holds exactly the values of their first input, rearranged: their
+#: statistics and histogram are the input's (all order-free), not computed again.
+REARRANGING = frozenset(
+    {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity",
+     "DepthToSpace", "SpaceToDepth"}
+)  # fmt: skip
+#: Values handed to the background thread at once (fewer hand-overs, less GIL traffic).
+BATCH_BYTES = 2 << 20
+BATCH_TENSORS = 256
 
 
 def prepare(
@@ -178,15 +184,17 @@ def run(
     the_plan, given = prepare(model, feeds, dims=dims, seed=seed, vocab=vocab)
     execution = Execution(the_plan, given, segment_nodes=segment_nodes)
     bar = _bar(len(the_plan.order)) if progress else None
-    if bar is not None:
-        execution.on_segment = bar.update
     collector = Collector(the_plan, capture, keep, bins)
+    execution.on_segment = collector.segment_done
+    if bar is not None:
+        collector.progress = bar.update
     try:
         for produced in execution.values():
             collector.add(produced)
     finally:
         if bar is not None:
             bar.close()
+        collector.close()
     result = collector.result(execution, given)
     if execution.failure is not None:
         raise RunFailedError(execution.failure.message, result)
@@ -200,7 +208,11 @@ def _bar(total: int) -> Any:
 
 
 class Collector:
-    """Turns produced values into records, keeping values only where asked."""
+    """Turns produced values into records, keeping values only where asked.
+
+    Statistics are computed on a background thread, batch by batch, while onnxruntime
+    (which releases the GIL) runs the next segment: the run costs about the larger of the
+    two instead of their sum. Records keep execution order whatever finishes first."""
 
     def __init__(self, the_plan: Plan, capture: Capture, keep: Iterable[str], bins: int) -> None:
         self.plan = the_plan
@@ -208,12 +220,15 @@ class Collector:
         self.keep = set(keep)
         self.bins = bins
         self.outputs_wanted = {v.name for v in the_plan.graph.output}
-        self.records: dict[str, TensorRecord] = {}
+        self.records: dict[str, TensorRecord | None] = {}  # None: its batch is not done
         self.outputs: dict[str, Any] = {}
         self.values: dict[str, np.ndarray] = {}
         self.node_outputs: dict[str, list[str]] = {}
-        self.pending: list[tuple[str, np.ndarray]] = []  # values whose statistics are due
-        self.pending_bytes = 0
+        self.background = Background()
+        self.batch: list[_Pending] = []
+        self.batch_bytes = 0
+        self.made: dict[str, TensorRecord] = {}  # written by the background thread only
+        self.progress: Callable[[int], Any] | None = None
 
     def add(self, produced: Produced) -> None:
         name, value = produced.name, produced.value
@@ -223,34 +238,59 @@ class Collector:
             self.values[name] = value
         if not self.select(name):
             return
-        node = self.plan.graph.node[produced.node]
         label = self.plan.node_label(produced.node)
-        if isinstance(value, np.ndarray) and stackable(value):
-            # Summarised later, many at once; the record keeps its place in the order.
-            self.records[name] = TensorRecord(
-                name, label, node.op_type, value.dtype.name, tuple(value.shape), None,
-                array_histogram(value, self.bins) if self.bins > 0 else None,
-            )  # fmt: skip
-            self.pending.append((name, value))
-            self.pending_bytes += value.nbytes
-            if self.pending_bytes >= PENDING_BYTES:
-                self.flush()
-        else:
-            self.records[name] = record(name, label, node.op_type, value, self.bins)
+        node = self.plan.graph.node[produced.node]
+        pending = _Pending(name, label, node.op_type, value)
+        source = node.input[0] if node.input else ""
+        if node.op_type in REARRANGING and source in self.records and isinstance(value, np.ndarray):
+            pending.value, pending.same_as = None, source  # its values need not be held
+            pending.dtype, pending.shape = value.dtype.name, tuple(value.shape)
+        self.records[name] = None
+        self.batch.append(pending)
+        self.batch_bytes += getattr(pending.value, "nbytes", 0)
+        if self.batch_bytes >= BATCH_BYTES or len(self.batch) >= BATCH_TENSORS:
+            self.submit()
         self.node_outputs.setdefault(label, []).append(name)
 
-    def flush(self) -> None:
-        """Summarise the values waiting, in one batch."""
-        names = [name for name, _ in self.pending]
-        arrays = [value for _, value in self.pending]
-        self.pending, self.pending_bytes = [], 0
-        for name, stats in zip(names, batch_stats(arrays, ACTIVATION_SAMPLE, _summary)):
-            self.records[name].stats = stats
+    def segment_done(self, nodes: int) -> None:
+        """onnxruntime is about to run the next segment: hand over what waits."""
+        self.submit()
+        if self.progress is not None:
+            self.progress(nodes)
+
+    def submit(self) -> None:
+        if self.batch:
+            batch = self.batch
+            self.background.submit(lambda: [self._record(p) for p in batch], self.batch_bytes)
+            self.batch, self.batch_bytes = [], 0
+
+    def _record(self, p: _Pending) -> TensorRecord:
+        """On the background thread, in execution order (so a source is always made)."""
+        source = self.made.get(p.same_as) if p.same_as else None
+        if source is not None:
+            made = TensorRecord(
+                p.name, p.node, p.op_type, p.dtype, p.shape, source.stats, source.histogram
+            )
+        else:
+            made = record(p.name, p.node, p.op_type, p.value, self.bins)
+        self.made[p.name] = made
+        return made
+
+    def close(self) -> None:
+        """Wait for every batch (a failure in one is raised here) and stop the thread."""
+        self.submit()
+        try:
+            for records in self.background.results():
+                for done in records:
+                    self.records[done.name] = done
+        finally:
+            self.background.close()
 
     def result(self, execution: Execution, feeds: dict[str, np.ndarray]) -> RunResult:
-        self.flush()
+        self.close()
+        records = {name: r for name, r in self.records.items() if r is not None}
         return RunResult(
-            tensors=self.records,
+            tensors=records,
             outputs=self.outputs,
             values=self.values,
             feeds=feeds,
@@ -262,19 +302,36 @@ class Collector:
         )
 
 
+@dataclass
+class _Pending:
+    """A captured value waiting for its statistics (or for its source's, ``same_as``)."""
+
+    name: str
+    node: str
+    op_type: str
+    value: Any
+    same_as: str = ""
+    dtype: str = ""
+    shape: tuple[int, ...] = ()
+
+
 def record(name: str, node: str, op_type: str, value: Any, bins: int) -> TensorRecord:
     if isinstance(value, list) or not isinstance(value, np.ndarray):
         return TensorRecord(name, node, op_type, "sequence", (), None)
     stats = binned = None
     if value.dtype.kind in "biuf":
-        stats = _summary(value)
+        stats = summary(value)
         if bins > 0:  # the range from the statistics: no second pass for min and max
             binned = histogram(array_values(value), bins, stats=stats)
     return TensorRecord(name, node, op_type, value.dtype.name, tuple(value.shape), stats, binned)
 
 
-def _summary(value: np.ndarray) -> TensorStats:
-    return summarize(array_values(value), sample_size=ACTIVATION_SAMPLE)
+def summary(value: np.ndarray) -> TensorStats:
+    """An activation's statistics: the fast path, or ``summarize`` for what it leaves."""
+    found = activation_stats(value) if fast_path(value) else None
+    if found is None:
+        found = summarize(array_values(value), sample_size=ACTIVATION_SAMPLE)
+    return found
 
 
 def _selector(capture: Capture) -> Any:

@@ -1,0 +1,49 @@
+"""One background thread for a run's statistics, with the bytes it may hold bounded."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+#: Bytes of values waiting for the thread: past it, the run waits for the oldest batch.
+#: With the segment onnxruntime is making, it bounds a run's memory beyond the live values.
+QUEUED_BYTES = 16 << 20
+
+
+class Background:
+    """Runs jobs in order on one thread; :meth:`results` gives their results in that order."""
+
+    def __init__(self, queued_bytes: int = QUEUED_BYTES) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="onnx-explorer-stats")
+        self._limit = queued_bytes
+        self._waiting: deque[tuple[Future[Any], int]] = deque()
+        self._done: list[Future[Any]] = []
+        self._bytes = 0
+
+    def submit(self, job: Callable[[], Any], nbytes: int) -> None:
+        """Queue ``job`` (holding ``nbytes`` of values); waits while the queue is full."""
+        self._collect(block=self._bytes + nbytes > self._limit, need=nbytes)
+        self._waiting.append((self._pool.submit(job), nbytes))
+        self._bytes += nbytes
+
+    def _collect(self, block: bool, need: int) -> None:
+        while self._waiting and (self._waiting[0][0].done() or block):
+            future, nbytes = self._waiting.popleft()
+            future.exception()  # waits; the error, if any, is raised by results()
+            self._done.append(future)
+            self._bytes -= nbytes
+            block = block and self._bytes + need > self._limit
+
+    def results(self) -> Iterator[Any]:
+        """Every job's result in submission order (waits; re-raises a job's error)."""
+        self._collect(block=True, need=0)
+        done, self._done = self._done, []
+        for future in done:
+            yield future.result()
+
+    def close(self) -> None:
+        for future, _ in self._waiting:
+            future.cancel()
+        self._pool.shutdown(wait=True)

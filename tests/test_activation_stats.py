@@ -1,0 +1,140 @@
+"""The fast statistics of a captured activation (``runs/_activation_stats``) against
+``summarize``, the reference definitions, on the values that take its special paths."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from onnx_explorer.runs._activation_stats import SAMPLE_SIZE, activation_stats, fast_path
+from onnx_explorer.runs._background import Background
+from onnx_explorer.stats import array_stats
+
+RNG = np.random.default_rng(7)
+
+
+def _same(got, want, rel=1e-5):
+    assert got is not None
+    assert (got.count, got.min, got.max, got.abs_max) == (
+        want.count,
+        want.min,
+        want.max,
+        want.abs_max,
+    )
+    assert (got.nan, got.inf, got.is_float) == (want.nan, want.inf, want.is_float)
+    assert got.zeros == want.zeros
+    assert got.mean == pytest.approx(want.mean, rel=rel, abs=1e-9)
+    assert got.std == pytest.approx(want.std, rel=rel, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param(RNG.standard_normal((2, 3, 50)).astype(np.float32), id="float32"),
+        pytest.param(np.maximum(RNG.standard_normal(5000), 0).astype(np.float32), id="relu-zeros"),
+        pytest.param(RNG.standard_normal(300_000).astype(np.float32) * 7 + 3, id="several-chunks"),
+        pytest.param(RNG.standard_normal(999).astype(np.float16), id="float16"),
+        pytest.param(RNG.standard_normal(999) * 1e-30, id="float64-tiny"),
+        pytest.param(RNG.integers(-5, 5, 4000).astype(np.int8), id="int8"),
+        pytest.param(np.array([2**62, -(2**62), 3], np.int64), id="int64-past-2**53"),
+        pytest.param(np.full((4, 4), 3.5, np.float32), id="constant"),
+        pytest.param(
+            np.float32(1000) + RNG.standard_normal(70_000).astype(np.float32), id="mean>>std"
+        ),
+        pytest.param(
+            RNG.standard_normal(5000).astype(np.float32) * 1e30, id="squares-overflow-f32"
+        ),
+        pytest.param(np.array([1e200, -1e200, 5.0]), id="squares-overflow-f64"),
+    ],
+)
+def test_matches_summarize(values):
+    assert fast_path(values)
+    got, want = activation_stats(values), array_stats(values)
+    if got is None:  # only where float64 itself overflows: summarize takes it
+        with np.errstate(over="ignore"):
+            assert not np.isfinite(values.astype(np.float64) ** 2).all()
+        return
+    _same(got, want)
+    if values.size <= SAMPLE_SIZE:  # every value: the exact percentiles
+        assert got.exact_percentiles
+        assert (got.p1, got.p50, got.p99) == pytest.approx((want.p1, want.p50, want.p99))
+
+
+def test_cancellation_is_computed_centred():
+    """std of 1000 + N(0, 1e-3) in float32: E[x²] − mean² in float32 would be noise."""
+    values = np.float32(1000) + (RNG.standard_normal(50_000) * 1e-3).astype(np.float32)
+    got = activation_stats(values)
+    exact = values.astype(np.float64)
+    assert got.std == pytest.approx(exact.std(), rel=1e-6)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_values_go_to_summarize(bad):
+    values = RNG.standard_normal(100).astype(np.float32)
+    values[17] = bad
+    assert activation_stats(values) is None
+
+
+def test_sampled_percentiles_do_not_alias_with_the_layout():
+    """[channels=64, 4096] with every value of a row equal to its channel: a stride that
+    is a multiple of 64 (or of a row) would see a few channels only. p1/p50/p99 of
+    0..63 equally represented are about 0.6, 31.5 and 62.4."""
+    values = np.repeat(np.arange(64, dtype=np.float32), 4096).reshape(64, 4096)
+    got = activation_stats(values.T.copy())  # channel fastest
+    assert got.exact_percentiles is False
+    assert got.p50 == pytest.approx(31.5, abs=2)
+    assert got.p1 <= 2 and got.p99 >= 61
+    got = activation_stats(values)  # channel slowest
+    assert got.p50 == pytest.approx(31.5, abs=2)
+
+
+def test_other_dtypes_are_left_to_summarize():
+    assert not fast_path(np.array([True, False]))
+    assert not fast_path(np.array(["a"]))
+    assert not fast_path(np.zeros(0, np.float32))
+
+
+def test_background_keeps_order_and_bounds_what_waits():
+    """Jobs finish in submission order; a submit past the byte bound waits for the
+    oldest jobs, so no more than the bound is ever queued."""
+    background = Background(queued_bytes=100)
+    gate = threading.Event()
+    started = []
+
+    def job(k):
+        def run():
+            started.append(k)
+            gate.wait(5)
+            return k
+
+        return run
+
+    background.submit(job(0), 60)
+    background.submit(job(1), 30)
+    waited = []
+
+    def third():
+        began = time.perf_counter()
+        background.submit(job(2), 60)  # 150 > 100: waits for job 0
+        waited.append(time.perf_counter() - began)
+
+    thread = threading.Thread(target=third)
+    thread.start()
+    time.sleep(0.3)
+    assert not waited  # still blocked
+    gate.set()
+    thread.join(5)
+    assert waited
+    assert list(background.results()) == [0, 1, 2]
+    background.close()
+
+
+def test_background_raises_a_jobs_error():
+    background = Background()
+    background.submit(lambda: 1 / 0, 10)
+    with pytest.raises(ZeroDivisionError):
+        list(background.results())
+    background.close()
