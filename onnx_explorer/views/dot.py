@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..gc_pause import paused_gc
 from ..model import Graph, Model, Node, ValueInfo
 from ..summary import human_count
 from ..tensors import Tensor
@@ -36,7 +37,6 @@ from .index import (
     GraphIndex,
     constant_tensor,
     graph_index,
-    paused_gc,
 )
 from .labels import constant_attribute_label, schema_inputs, tensor_label
 from .overlay import PALETTE, Ghost, Overlay, paint_for

@@ -35,9 +35,10 @@ from operator import attrgetter
 
 import numpy as np
 
+from ..gc_pause import paused_gc
 from ..model import Graph, scope_parts
 from ..tensors import Tensor
-from .index import GraphIndex, graph_index, paused_gc
+from .index import GraphIndex, graph_index
 from .quoting import as_text, shorten
 
 #: Most items (drawn nodes + child scopes) a scope shows when expanded.

@@ -15,6 +15,7 @@ import ipywidgets as widgets
 
 from ..runs import CompareResult, RunFailedError, RunResult, TensorRecord, compare, run
 from ..stats import Histogram
+from ..views.text import shape_text
 from . import html as h
 
 # The explorer is typed ``Any``: importing its class here, even for typing, would make
@@ -150,14 +151,14 @@ class ActivationPanel(widgets.VBox):
 
 
 def _record_html(record: TensorRecord, side: str = "") -> str:
-    shape = "×".join(str(d) for d in record.shape) or "scalar"
-    head = h.title(f"{side}{record.name}  {record.dtype}[{shape}]")
+    head = h.title(f"{side}{record.name}  {record.dtype}[{shape_text(record.shape)}]")
     s = record.stats
     if s is None:
         return head + h.muted("no statistics for this type")
     rows = [("min", s.min), ("max", s.max), ("mean", s.mean), ("std", s.std),
             ("abs max", s.abs_max), ("zeros", f"{s.zeros:.1%}"), ("NaN", s.nan), ("Inf", s.inf),
-            ("p1 / p50 / p99", f"{s.p1} / {s.p50} / {s.p99}")]  # fmt: skip
+            ("p1 / p50 / p99", " / ".join(_number(p) for p in (s.p1, s.p50, s.p99))
+             + ("" if s.exact_percentiles else " (sampled)"))]  # fmt: skip
     text = [(k, _number(v)) for k, v in rows]
     warning = h.error(f"{s.nan} NaN, {s.inf} Inf") if (s.nan or s.inf) else ""
     return head + warning + h.table(text) + histogram_svg(record.histogram)

@@ -23,9 +23,9 @@ from ..readers import load
 from ..tensors import Tensor
 from ..views.overlay import PALETTE, Ghost, Overlay, status_overlay
 from ..views.quoting import as_text, shorten
-from ..views.text import attribute_text
+from ..views.text import attribute_text, shape_text
 from . import html as h
-from .static import with_static_fallback
+from .static import STATIC_DRAWING_WAIT, with_static_fallback
 
 if TYPE_CHECKING:
     from ..model_diff import ModelDiff, TensorChange
@@ -414,11 +414,12 @@ class DiffExplorer(widgets.VBox):
         parts.append(f'<div class="oxe-diff-legend">{swatches}</div>')
         return "".join(parts)
 
-    def static_html(self) -> str:
-        """The kernel-free copy: the diff's own summary and the current drawing."""
+    def static_html(self, wait: float = STATIC_DRAWING_WAIT) -> str:
+        """The kernel-free copy: the diff's own summary and the current drawing (waiting
+        up to ``wait`` seconds for a first one, as :meth:`Explorer.static_html` does)."""
         view = self.graph_view
         if not view.svg and not view.error:
-            view.wait(5.0)
+            view.wait(wait)
         svg = view.svg or ""
         start = svg.find("<svg")
         picture = f'<div style="max-height:600px;overflow:auto">{svg[start:]}</div>'
@@ -461,7 +462,7 @@ def _op(node: Node | None) -> str:
 
 
 def _shape(shape: tuple[int, ...] | None) -> str:
-    return "—" if shape is None else "×".join(str(d) for d in shape) or "scalar"
+    return "—" if shape is None else shape_text(shape)  # "—": the tensor is not on that side
 
 
 def _num(value: float | None) -> str:

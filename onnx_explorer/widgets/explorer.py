@@ -27,7 +27,7 @@ from . import html as h
 from .attribute_panel import AttributePanel
 from .model_panel import ModelPanel
 from .node_list import NodeList
-from .static import static_html, with_static_fallback
+from .static import STATIC_DRAWING_WAIT, static_html, with_static_fallback
 from .tensor_panel import TensorPanel
 
 if TYPE_CHECKING:
@@ -39,8 +39,6 @@ BUILT_IN_SERIES = ("macs", "params", "activation_bytes", "param_bytes")
 _CUSTOM = "(custom)"
 #: Names of unmatched profile entries listed in the note at most.
 UNMATCHED_LISTED = 12
-#: Seconds a display waits for the first drawing, so its static copy has one.
-STATIC_DRAWING_WAIT = 5.0
 
 
 class Explorer(widgets.VBox):

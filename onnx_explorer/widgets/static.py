@@ -14,6 +14,8 @@ from ..summary import human_bytes, human_count, summarize
 from . import html as h
 
 MAX_OPS = 20
+#: Seconds a display waits for the first drawing, so its static copy has one.
+STATIC_DRAWING_WAIT = 5.0
 
 WIDGET_VIEW_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 #: The explorer's own output type. The onnx-explorer extension ranks it ahead of the widget
