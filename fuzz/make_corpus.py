@@ -175,6 +175,19 @@ def graphdef_texts() -> Iterator[tuple[str, bytes]]:
     yield "frozen_tf1", samples.frozen_tf1_graphdef(blocks=1, batch_norm_ops=1)
 
 
+def pbtxt_seeds() -> Iterator[tuple[str, bytes]]:
+    """The text seeds as written, or on one line when only that fits the harness's
+    ``MAX_LEN`` (the CNN's weights fit neither: the binary harness has them)."""
+    limit = harness_module("pbtxt").MAX_LEN
+    for name, text in graphdef_texts():
+        if len(text) > limit:
+            proto = pb.GraphDef()
+            text_format.Parse(text.decode(), proto)
+            text = text_format.MessageToString(proto, as_one_line=True).encode()
+        if len(text) <= limit:
+            yield name, text
+
+
 def graphdef_binaries() -> Iterator[tuple[str, bytes]]:
     for path in sorted(GRAPHDEF_DATA.glob("*.pb")):
         yield path.stem, path.read_bytes()
@@ -208,7 +221,7 @@ def seeds(harness: str) -> Iterator[tuple[str, bytes]]:
     elif harness == "graphdef":
         yield from graphdef_binaries()
     elif harness == "pbtxt":
-        yield from graphdef_texts()
+        yield from pbtxt_seeds()
     elif harness == "external":
         yield from EXTERNAL_SEEDS.items()
     elif harness == "views":

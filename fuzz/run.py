@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+from collections.abc import Callable
 from types import ModuleType
 
 HARNESSES = ("onnx", "graphdef", "pbtxt", "external", "views")
@@ -55,6 +56,42 @@ def with_defaults(argv: list[str], max_len: int) -> list[str]:
     return [argv[0], *(d for d in defaults if d.split("=", 1)[0] not in given), *argv[1:]]
 
 
+def untracing_array_comparisons(
+    atheris: ModuleType, test_one_input: Callable[[bytes], None]
+) -> Callable[[bytes], None]:
+    """``test_one_input`` with comparisons that have a numpy array operand run untraced.
+
+    atheris 3.0.0 keeps a reference to the result of every comparison it traces; when the
+    result is a new object (``array == 3`` makes an array) it is never freed: ~230 bytes per
+    comparison, which took the pbtxt harness to libFuzzer's 2 GB RSS limit after ~120,000
+    inputs. Instrumented code calls ``atheris._trace_cmp``, looked up at each call, and
+    ``atheris.Fuzz`` binds it when it starts: so the wrapper is put in place from inside the
+    first input. Every other comparison still feeds libFuzzer.
+    """
+    import operator
+
+    import numpy as np
+    from atheris.version_dependent import CMP_OP_SHIFT_AMOUNT
+
+    operators = (operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge)
+
+    def wrap(traced: Callable[..., object]) -> Callable[..., object]:
+        def trace_cmp(left: object, right: object, op: int, counter: int, is_const: bool) -> object:
+            if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
+                return operators[op >> CMP_OP_SHIFT_AMOUNT](left, right)
+            return traced(left, right, op, counter, is_const)
+
+        trace_cmp.untraced_arrays = True  # type: ignore[attr-defined]
+        return trace_cmp
+
+    def one_input(data: bytes) -> None:
+        if not getattr(atheris._trace_cmp, "untraced_arrays", False):
+            atheris._trace_cmp = wrap(atheris._trace_cmp)
+        test_one_input(data)
+
+    return one_input
+
+
 def main() -> None:
     import atheris
 
@@ -66,7 +103,7 @@ def main() -> None:
     module = harness_module(name)
     atheris.Setup(
         with_defaults(sys.argv, module.MAX_LEN),
-        module.test_one_input,
+        untracing_array_comparisons(atheris, module.test_one_input),
         custom_mutator=module.custom_mutator,
         custom_crossover=module.custom_crossover,
     )

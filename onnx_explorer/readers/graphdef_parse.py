@@ -40,13 +40,16 @@ GRAPHDEF_SCHEMA = _graphdef_schema()
 _TEXT_SKIP = re.compile(rb'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|#[^\n]*')
 
 
+_NESTING_STEP = np.zeros(256, np.int32)
+_NESTING_STEP[[ord("{"), ord("<")]] = 1
+_NESTING_STEP[[ord("}"), ord(">")]] = -1
+
+
 def text_depth(data: bytes) -> int:
     """Deepest ``{``/``<`` nesting of a text-format message (strings and comments ignored)."""
     bare = np.frombuffer(_TEXT_SKIP.sub(b"", data), dtype=np.uint8)
-    steps = np.zeros(bare.size, dtype=np.int32)
-    steps[(bare == ord("{")) | (bare == ord("<"))] = 1
-    steps[(bare == ord("}")) | (bare == ord(">"))] = -1
-    return int(np.cumsum(steps).max(initial=0))
+    # One table lookup instead of four comparisons and two masked writes.
+    return int(np.cumsum(_NESTING_STEP[bare]).max(initial=0))
 
 
 def _check_nonempty(proto: Any, what: str) -> Any:
