@@ -57,29 +57,43 @@ class Run:
         """The timed statement's wall time, measured inside the child."""
         return float(self.report["seconds"])
 
+    @property
+    def extra_rss(self) -> int:
+        """Bytes the peak RSS rose above the RSS just before the timed statement
+        (children made by :func:`timed_child` with ``rss_before=True``)."""
+        return self.max_rss - int(self.report["rss_before"])
+
 
 @dataclass(frozen=True)
-class Measurement:
-    """Medians over repeated :class:`Run`s of the same child."""
+class Runs:
+    """Repeated :class:`Run`s of the same child, each in a fresh process."""
 
     runs: tuple[Run, ...]
 
     @property
-    def seconds(self) -> float:
-        return statistics.median(r.seconds for r in self.runs)
+    def best(self) -> Run:
+        """Each figure (time, process time, peak RSS) at its least over the runs, with the
+        last run's other report fields (the same in every run)."""
+        last = self.runs[-1]
+        return Run(
+            process_s=min(r.process_s for r in self.runs),
+            max_rss=min(r.max_rss for r in self.runs),
+            report={**last.report, "seconds": min(r.seconds for r in self.runs)},
+        )
 
     @property
-    def process_s(self) -> float:
-        return statistics.median(r.process_s for r in self.runs)
+    def median(self) -> Run:
+        """The run in the middle by time (of an even count, the slower of the two middle ones)."""
+        return sorted(self.runs, key=lambda r: r.seconds)[len(self.runs) // 2]
+
+    def median_of(self, key: str) -> float:
+        """The median over the runs of the report field ``key``."""
+        return statistics.median(float(r.report[key]) for r in self.runs)
 
     @property
-    def max_rss(self) -> int:
-        return int(statistics.median(r.max_rss for r in self.runs))
-
-    @property
-    def report(self) -> dict[str, Any]:
-        """The last run's report (its non-timing fields are the same in every run)."""
-        return self.runs[-1].report
+    def extra_rss(self) -> int:
+        """The most any run's peak RSS rose above its RSS before the timed statement."""
+        return max(r.extra_rss for r in self.runs)
 
 
 def _ru_maxrss_bytes(value: int) -> int:
@@ -158,18 +172,28 @@ def run_python(
     return Run(elapsed, max_rss, report)
 
 
-def timed_child(setup: str, stmt: str, post: str = "") -> str:
+#: Child code recording the resident set size now (Linux /proc), for :attr:`Run.extra_rss`.
+_RSS_BEFORE = """
+import os as _os
+with open('/proc/self/statm') as _fh:
+    report['rss_before'] = int(_fh.read().split()[1]) * _os.sysconf('SC_PAGE_SIZE')
+"""
+
+
+def timed_child(setup: str, stmt: str, post: str = "", *, rss_before: bool = False) -> str:
     """Child code that runs ``setup``, times ``stmt`` once, then runs ``post``.
 
     ``post`` may fill the dict ``report`` with extra JSON-able facts (counts to
     check that every contender saw the same thing). ``report["seconds"]`` is the
-    wall time of ``stmt``.
+    wall time of ``stmt``. With ``rss_before``, ``report["rss_before"]`` is the RSS
+    just before ``stmt`` (Linux only), for :attr:`Run.extra_rss`.
     """
     return "\n".join(
         [
             "import json as _json, time as _time",
             "report = {}",
             textwrap.dedent(setup),
+            _RSS_BEFORE if rss_before else "",
             "_t0 = _time.perf_counter()",
             textwrap.dedent(stmt),
             "report['seconds'] = _time.perf_counter() - _t0",
@@ -184,9 +208,45 @@ def emit_report(report: dict[str, Any]) -> None:
     print(REPORT_MARKER + json.dumps(report), flush=True)
 
 
-def measure(code: str, repeat: int = 3, **kwargs: Any) -> Measurement:
+def measure(code: str, repeat: int = 3, **kwargs: Any) -> Runs:
     """Run the child ``repeat`` times (each in a fresh process) and keep every run."""
-    return Measurement(tuple(run_python(code, **kwargs) for _ in range(repeat)))
+    return Runs(tuple(run_python(code, **kwargs) for _ in range(repeat)))
+
+
+def profile_top(setup: str, stmt: str, top: int = 5) -> dict[str, Any]:
+    """The ``top`` functions with the most own time while a fresh process runs ``stmt``
+    under cProfile, after ``setup`` (not profiled).
+
+    Returns ``{"total_s": own time of every function, "top": [row, ...]}``; a row has
+    ``file``, ``line``, ``function`` as cProfile names them (file ``"~"`` for a builtin),
+    ``calls``, ``primitive_calls`` (without recursive ones), ``own_s`` and ``cumulative_s``.
+    """
+    code = "\n".join(
+        [
+            "import cProfile as _cProfile, json as _json, pstats as _pstats",
+            textwrap.dedent(setup),
+            "_profile = _cProfile.Profile()",
+            "_profile.enable()",
+            textwrap.dedent(stmt),
+            "_profile.disable()",
+            "_stats = _pstats.Stats(_profile).stats",
+            "_rows = sorted(_stats.items(), key=lambda item: -item[1][2])",
+            "_top = [",
+            "    {'file': f[0], 'line': f[1], 'function': f[2], 'calls': nc,",
+            "     'primitive_calls': cc, 'own_s': tt, 'cumulative_s': ct}",
+            f"    for f, (cc, nc, tt, ct, _) in _rows[:{top}]",
+            "]",
+            "_total = sum(row[2] for row in _stats.values())",
+            f"print({REPORT_MARKER!r} + _json.dumps({{'top': _top, 'total_s': _total}}), flush=True)",
+        ]
+    )
+    return run_python(code).report
+
+
+def warm_page_cache(*paths: str | os.PathLike[str]) -> None:
+    """Read the files once (in another process: this one must stay small, see above) so
+    that every contender finds them in the page cache."""
+    subprocess.run(["cat", *map(str, paths)], stdout=subprocess.DEVNULL, check=True)
 
 
 # -- formatting ----------------------------------------------------------------------

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,9 +29,11 @@ from _common import (
     fmt_seconds,
     machine_description,
     markdown_table,
+    measure,
     run_python,
     timed_child,
     today,
+    warm_page_cache,
     write_result,
 )
 
@@ -106,11 +107,9 @@ save({str(WEIGHTS_A)!r}, False)
 save({str(WEIGHTS_B)!r}, True)
 """
 
-RSS = "_rss = lambda: int(open('/proc/self/statm').read().split()[1]) * 4096\n"
 
-
-def _times(code: str) -> list[float]:
-    return sorted(run_python(code).seconds for _ in range(RUNS))
+def _best_seconds(code: str) -> float:
+    return measure(code, RUNS).best.seconds
 
 
 def structure() -> list[list[str]]:
@@ -127,13 +126,13 @@ def structure() -> list[list[str]]:
     )
     print("structure diff found:", result.report, flush=True)
     assert result.report == {**result.report, "changed": 200, "renamed": 19800, "added": 0}
-    onnx_load = _times(timed_child("import onnx", f"onnx.load({a!r}); onnx.load({b!r})"))
-    rows = [["`onnx.load` of both", fmt_seconds(onnx_load[0]), "1.0×"]]
+    onnx_load = _best_seconds(timed_child("import onnx", f"onnx.load({a!r}); onnx.load({b!r})"))
+    rows = [["`onnx.load` of both", fmt_seconds(onnx_load), "1.0×"]]
     for label, options in (("`diff(a, b, weights=False)`", ", weights=False"),
                            ("`diff(a, b)`", "")):  # fmt: skip
         stmt = f"d = ox.diff({a!r}, {b!r}{options})"
-        times = _times(timed_child("import onnx_explorer as ox", stmt))
-        rows.append([label, fmt_seconds(times[0]), fmt_ratio(times[0] / onnx_load[0])])
+        seconds = _best_seconds(timed_child("import onnx_explorer as ox", stmt))
+        rows.append([label, fmt_seconds(seconds), fmt_ratio(seconds / onnx_load)])
         print(rows[-1], flush=True)
     return rows
 
@@ -143,24 +142,21 @@ def weights() -> list[list[str]]:
         print(f"writing the two {SIZE_MB} MB models ...", flush=True)
         run_python(GENERATE_WEIGHTS, timeout=1800)
     a, b = str(WEIGHTS_A), str(WEIGHTS_B)
-    for path in (a, b):  # warm the page cache
-        subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+    warm_page_cache(a, b)
     numpy_stmt = f"x = np.fromfile({a!r}, np.uint8); del x; y = np.fromfile({b!r}, np.uint8)"
-    numpy_read = _times(timed_child("import numpy as np", numpy_stmt))
-    rows = [["`np.fromfile` of both files", fmt_seconds(numpy_read[0]), "1.0×", ""]]
+    numpy_read = _best_seconds(timed_child("import numpy as np", numpy_stmt))
+    rows = [["`np.fromfile` of both files", fmt_seconds(numpy_read), "1.0×", ""]]
     stmt = f"d = ox.diff({a!r}, {b!r})"
-    times = _times(timed_child("import onnx_explorer as ox", stmt))
-    setup = (
-        RSS + f"import onnx_explorer as ox\na, b = ox.load({a!r}), ox.load({b!r})\nbefore = _rss()"
+    seconds = _best_seconds(timed_child("import onnx_explorer as ox", stmt))
+    setup = f"import onnx_explorer as ox\na, b = ox.load({a!r}), ox.load({b!r})"
+    post = "report['changed'] = [c.b for c in d.tensors_changed]"
+    compared = measure(
+        timed_child(setup, "d = ox.compare_models(a, b)", post, rss_before=True), RUNS
     )
-    post = "report['before'] = before; report['changed'] = [c.b for c in d.tensors_changed]"
-    runs = [
-        run_python(timed_child(setup, "d = ox.compare_models(a, b)", post)) for _ in range(RUNS)
-    ]
-    assert all(r.report["changed"] == [f"layer{TENSORS // 2}.weight"] for r in runs), runs
-    extra = max(r.max_rss - r.report["before"] for r in runs)
-    rows.append(["`diff(a, b)`", fmt_seconds(times[0]), fmt_ratio(times[0] / numpy_read[0]),
-                 fmt_bytes(extra)])  # fmt: skip
+    changed = [r.report["changed"] for r in compared.runs]
+    assert changed == [[f"layer{TENSORS // 2}.weight"]] * RUNS, changed
+    rows.append(["`diff(a, b)`", fmt_seconds(seconds), fmt_ratio(seconds / numpy_read),
+                 fmt_bytes(compared.extra_rss)])  # fmt: skip
     print(rows[-1], flush=True)
     return rows
 

@@ -10,8 +10,6 @@ times each task in 5 fresh processes (min and median; peak RSS minus RSS before 
 
 from __future__ import annotations
 
-import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,9 +20,11 @@ from _common import (
     fmt_seconds,
     machine_description,
     markdown_table,
+    measure,
     run_python,
     timed_child,
     today,
+    warm_page_cache,
 )
 
 ELEMENTS = 64 * 1024 * 1024  # float32: 256 MiB
@@ -46,12 +46,8 @@ Path({str(MODEL)!r} + ".tmp").rename({str(MODEL)!r})
 """
 
 SETUP = (
-    "_rss = lambda: int(open('/proc/self/statm').read().split()[1]) * 4096\n"
-    "import onnx_explorer\n"
-    f"t = onnx_explorer.load({str(MODEL)!r}).graph.initializers['big.weight']\n"
-    "before = _rss()"
+    f"import onnx_explorer\nt = onnx_explorer.load({str(MODEL)!r}).graph.initializers['big.weight']"
 )
-POST = "report['before'] = before\n"
 TASKS = [
     ("`tensor.stats()`", "s = t.stats()"),
     ("`tensor.histogram(bins=100)`", "h = t.histogram(bins=100)"),
@@ -63,14 +59,12 @@ def main() -> None:
     if not MODEL.exists():
         print("writing the 256 MB model ...", flush=True)
         run_python(GENERATE, timeout=1800)
-    subprocess.run(["cat", str(MODEL)], stdout=subprocess.DEVNULL, check=True)  # warm the cache
+    warm_page_cache(MODEL)
     rows = []
     for label, stmt in TASKS:
-        runs = [run_python(timed_child(SETUP, stmt, POST)) for _ in range(RUNS)]
-        times = sorted(r.report["seconds"] for r in runs)
-        extra = max(r.max_rss - r.report["before"] for r in runs)
-        rows.append([label, fmt_seconds(times[0]), fmt_seconds(statistics.median(times)),
-                     fmt_bytes(extra)])  # fmt: skip
+        runs = measure(timed_child(SETUP, stmt, rss_before=True), RUNS)
+        rows.append([label, fmt_seconds(runs.best.seconds), fmt_seconds(runs.median.seconds),
+                     fmt_bytes(runs.extra_rss)])  # fmt: skip
         print(rows[-1], flush=True)
     table = markdown_table(["task", "min", "median", "extra memory"], rows, align="lrrr")
     print(f"{today()}, {machine_description()}; {RUNS} fresh processes each\n\n{table}")

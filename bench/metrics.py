@@ -25,7 +25,9 @@ from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 import onnx_explorer as ox
 
-RESULTS = Path(__file__).resolve().parent / "results" / "metrics.md"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import write_result
+
 F = TensorProto.FLOAT
 
 
@@ -203,7 +205,7 @@ def main() -> None:
         out += compare("small bert-style (4 layers, 256 hidden, seq 128)", bert(), Path(tmp))
     text = "\n".join(out) + "\n"
     print(text)
-    RESULTS.write_text(text, encoding="utf-8")
+    write_result("metrics", text)
 
 
 if __name__ == "__main__":

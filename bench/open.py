@@ -38,6 +38,8 @@ from typing import Any
 
 from _common import (
     MODELS_DIR,
+    Run,
+    Runs,
     fmt_bytes,
     fmt_ratio,
     fmt_seconds,
@@ -45,9 +47,11 @@ from _common import (
     machine_description,
     markdown_table,
     package_version,
+    profile_top,
     run_python,
     timed_child,
     today,
+    warm_page_cache,
     write_result,
 )
 
@@ -306,29 +310,6 @@ NODE_TARGETS = ("nodes_20k", "nodes_100k", "scoped_100k")  # open ≤ 1.5× NO_D
 PROFILED = "nodes_100k"
 
 
-@dataclass(frozen=True)
-class Best:
-    """The fastest of several runs of one contender (each a fresh process)."""
-
-    runs: tuple[Any, ...]
-
-    @property
-    def seconds(self) -> float:
-        return min(r.seconds for r in self.runs)
-
-    @property
-    def process_s(self) -> float:
-        return min(r.process_s for r in self.runs)
-
-    @property
-    def max_rss(self) -> int:
-        return min(r.max_rss for r in self.runs)
-
-    @property
-    def report(self) -> dict[str, Any]:
-        return dict(self.runs[-1].report)
-
-
 def contenders(spec: Spec) -> list[str]:
     # Plain onnx.load cannot open render.py's graph: its external data file is never written.
     return [c for c in CONTENDERS if not (c == FULL and spec.storage == "render")]
@@ -339,29 +320,19 @@ def child_code(contender: str, path: Path) -> str:
     return timed_child(f"PATH = {str(path)!r}\n{setup}", stmt, post or _ONNX_POST)
 
 
-def warm_cache(spec: Spec) -> None:
-    """Read the files once so that every contender finds them in the page cache."""
-    code = (
-        "import sys\n"
-        "for p in sys.argv[1:]:\n"
-        "    with open(p, 'rb', buffering=0) as fh:\n"
-        "        while fh.read(1 << 24): pass\n"
-    )
-    subprocess.run([sys.executable, "-c", code, *map(str, _files(spec))], check=True)
-
-
-def measure_spec(spec: Spec, repeat: int, quick_repeat: int) -> dict[str, Best]:
-    """``repeat`` runs per contender; ``quick_repeat`` for those whose process is under 1 s."""
-    warm_cache(spec)
+def measure_spec(spec: Spec, repeat: int, quick_repeat: int) -> dict[str, Run]:
+    """The best of ``repeat`` runs per contender (``quick_repeat`` for those whose process
+    is under 1 s)."""
+    warm_page_cache(*_files(spec))
     names = contenders(spec)
-    runs: dict[str, list[Any]] = {c: [] for c in names}
+    runs: dict[str, list[Run]] = {c: [] for c in names}
     for i in range(max(repeat, quick_repeat)):  # interleaved: drift hits every contender alike
         for contender in names:
             done = runs[contender]
             if i >= repeat and (i >= quick_repeat or done[0].process_s >= 1.0):
                 continue
             done.append(run_python(child_code(contender, spec.path)))
-    result = {c: Best(tuple(r)) for c, r in runs.items()}
+    result = {c: Runs(tuple(r)).best for c, r in runs.items()}
     for key in ("tensors", "nodes"):
         counts = {c: m.report[key] for c, m in result.items() if key in m.report}
         if len(set(counts.values())) != 1:
@@ -369,43 +340,28 @@ def measure_spec(spec: Spec, repeat: int, quick_repeat: int) -> dict[str, Best]:
     return result
 
 
-PROFILE_CHILD = """
-import cProfile, io, json, pstats
-import onnx_explorer
-import onnx_explorer.readers.onnx
-profile = cProfile.Profile()
-profile.enable()
-model = onnx_explorer.load(PATH)
-profile.disable()
-stats = pstats.Stats(profile)
-total = sum(row[2] for row in stats.stats.values())
-rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:5]
-def label(func):
-    path, line, name = func
-    if path == "~":  # a builtin: "<method 'join' of 'bytes' objects>"
-        return name.strip("<>")
-    return f"{path.split('site-packages/')[-1].split('onnx_explorer/')[-1]}:{line} {name}"
-top = [
-    {"function": label(func), "calls": row[1], "own_s": row[2], "cumulative_s": row[3]}
-    for func, row in rows
-]
-print("@@bench-report " + json.dumps({"top": top, "total_s": total}), flush=True)
-"""
-
-
-def profile_top(spec: Spec) -> dict[str, Any]:
+def profile_load(spec: Spec) -> dict[str, Any]:
     """The five functions with the most own time while ``onnx_explorer.load`` opens ``spec``."""
-    return run_python(f"PATH = {str(spec.path)!r}\n{PROFILE_CHILD}").report
+    setup = f"PATH = {str(spec.path)!r}\n{_EXPLORER_SETUP}"
+    result = profile_top(setup, "model = onnx_explorer.load(PATH)")
+    return {**result, "top": [{**row, "function": _label(row)} for row in result["top"]]}
+
+
+def _label(row: dict[str, Any]) -> str:
+    if row["file"] == "~":  # a builtin: "<method 'join' of 'bytes' objects>"
+        return str(row["function"]).strip("<>")
+    path = row["file"].split("site-packages/")[-1].split("onnx_explorer/")[-1]
+    return f"{path}:{row['line']} {row['function']}"
 
 
 # -- reporting -------------------------------------------------------------------------
-def model_facts(spec: Spec, result: dict[str, Best]) -> str:
+def model_facts(spec: Spec, result: dict[str, Run]) -> str:
     size = sum(p.stat().st_size for p in _files(spec))
     tensors, nodes = result[LISTED].report["tensors"], result[EXPLORER].report["nodes"]
     return f"{spec.name}: {fmt_bytes(size)}, {nodes:,} nodes, {tensors:,} tensors"
 
 
-def table(results: dict[str, dict[str, Best]]) -> str:
+def table(results: dict[str, dict[str, Run]]) -> str:
     rows = []
     for name, result in results.items():
         spec = SPECS[name]
@@ -426,7 +382,7 @@ def table(results: dict[str, dict[str, Best]]) -> str:
     return markdown_table(headers, rows, "ll" + "r" * 4)
 
 
-def targets(results: dict[str, dict[str, Best]]) -> list[str]:
+def targets(results: dict[str, dict[str, Run]]) -> list[str]:
     lines = []
 
     def check(label: str, value: float, limit: float) -> None:
@@ -467,7 +423,7 @@ def profile_text(profile: dict[str, Any]) -> list[str]:
 
 
 def render(
-    results: dict[str, dict[str, Best]], profile: dict[str, Any] | None, repeat: int, quick: int
+    results: dict[str, dict[str, Run]], profile: dict[str, Any] | None, repeat: int, quick: int
 ) -> str:
     versions = ", ".join(f"{p} {package_version(p)}" for p in ("onnx", "protobuf", "numpy"))
     versions += f"; onnx_explorer at {git_revision()}"
@@ -515,7 +471,7 @@ def main(argv: list[str] | None = None) -> None:
         make(SPECS[args.make])
         return
     names = args.only or list(SPECS)
-    results: dict[str, dict[str, Best]] = {}
+    results: dict[str, dict[str, Run]] = {}
     for name in names:
         spec = SPECS[name]
         if not is_generated(spec):
@@ -523,7 +479,7 @@ def main(argv: list[str] | None = None) -> None:
             subprocess.run([sys.executable, __file__, "--make", name], check=True)
         print(f"measuring {name} ...", file=sys.stderr, flush=True)
         results[name] = measure_spec(spec, args.repeat, args.quick_repeat)
-    profile = profile_top(SPECS[PROFILED]) if PROFILED in results else None
+    profile = profile_load(SPECS[PROFILED]) if PROFILED in results else None
     text = render(results, profile, args.repeat, args.quick_repeat)
     print(text)
     if args.write:

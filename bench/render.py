@@ -43,11 +43,13 @@ from onnx import TensorProto, helper
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _common import (  # noqa: E402
-    Run,
+    Runs,
     emit_report,
     fmt_seconds,
     machine_description,
     markdown_table,
+    measure,
+    profile_top,
     run_python,
     timed_child,
     today,
@@ -271,13 +273,13 @@ def first_view_rows(quick: bool, limit: float) -> list[list[str]]:
         path = MODELS / f"{name}.onnx"
         code = timed_child(FIRST_VIEW, FIRST_VIEW_STMT.replace("PATH", repr(str(path))),
                            FIRST_VIEW_POST)  # fmt: skip
-        runs = sorted((run_python(code) for _ in range(FIRST_VIEW_RUNS)), key=seconds_of)
-        median = runs[len(runs) // 2]
+        runs = measure(code, FIRST_VIEW_RUNS)
+        median = runs.median
         report = median.report
         load, view, layout = report["split"]
         rows.append([
             f"{name} ({report['nodes']:,} nodes)",
-            f"{runs[0].seconds:.2f} / {median.seconds:.2f} s",
+            f"{runs.best.seconds:.2f} / {median.seconds:.2f} s",
             f"{load:.2f} / {view:.2f} / {layout:.2f} s", f"{report['drawn']:,}",
             plain, "; ".join(report["notes"])[:120],
         ])  # fmt: skip
@@ -289,34 +291,42 @@ FIRST_VIEW_RUNS = 5
 #: Issue 13's target for the 100,000-node graph: load + first view on two cores.
 FIRST_VIEW_TARGET = 1.5
 
-PROFILE_CODE = """
-import cProfile, io, pstats
+PROFILE_SETUP = """
 import onnx_explorer as ox
 from onnx_explorer.views.layout import ViewRequest, draw
-profile = cProfile.Profile()
-profile.enable()
+"""
+PROFILE_STMT = """
 model = ox.load(PATH)
 draw(model.graph, model, ViewRequest())
-profile.disable()
-out = io.StringIO()
-pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(5)
-print(out.getvalue())
 """
 
 
-def seconds_of(run: Any) -> float:
-    return float(run.seconds)
-
-
 def first_view_profile(name: str = "scoped_100k") -> list[str]:
-    """The five functions with the most own time in load + first view (cProfile)."""
-    code = PROFILE_CODE.replace("PATH", repr(str(MODELS / f"{name}.onnx")))
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip().startswith("ncalls"))
-    return [line.rstrip() for line in lines[start : start + 6] if line.strip()]
+    """The five functions with the most own time in load + first view (cProfile), as
+    ``pstats`` prints them."""
+    setup = f"PATH = {str(MODELS / f'{name}.onnx')!r}\n{PROFILE_SETUP}"
+    profile = profile_top(setup, PROFILE_STMT)
+    return [
+        "   ncalls  tottime  percall  cumtime  percall filename:lineno(function)",
+        *map(pstats_line, profile["top"]),
+    ]
+
+
+def pstats_line(row: dict[str, Any]) -> str:
+    """One row of :func:`_common.profile_top` as ``pstats.Stats.print_stats`` prints it."""
+    calls, primitive = row["calls"], row["primitive_calls"]
+    count = str(calls) if calls == primitive else f"{calls}/{primitive}"
+    own_per = f"{row['own_s'] / calls:8.3f}" if calls else " " * 8
+    cumulative_per = f"{row['cumulative_s'] / primitive:8.3f}" if primitive else " " * 8
+    if row["file"] == "~" and row["line"] == 0:  # a builtin: {method 'get' of 'dict' objects}
+        name = row["function"]
+        where = f"{{{name[1:-1]}}}" if name.startswith("<") and name.endswith(">") else name
+    else:
+        where = f"{row['file']}:{row['line']}({row['function']})"
+    return (
+        f"{count:>9} {row['own_s']:8.3f} {own_per} {row['cumulative_s']:8.3f} "
+        f"{cumulative_per} {where}"
+    )
 
 
 # -- the explorer widget: first picture, what was simplified, select -------------------
@@ -480,24 +490,25 @@ def widget_rows(cases: list[WidgetCase], cap: float) -> tuple[list[list[str]], l
     run_python(child_call("write_samples"))
     rows, lines = [], []
     for case in cases:
-        runs = [
-            run_python(child_call("explore_child", str(case.path), SELECTS if k == RUNS - 1 else 0))
+        explores = [  # the last run also times the selections
+            child_call("explore_child", str(case.path), SELECTS if k == RUNS - 1 else 0)
             for k in range(RUNS)
         ]
+        runs = Runs(tuple(map(run_python, explores)))
         modes = run_python(child_call("layout_modes_child", str(case.path), cap)).report
         rows.append(widget_row(case, runs, modes))
-        lines.append(select_breakdown(case, runs[-1].report))
+        lines.append(select_breakdown(case, runs.runs[-1].report))
         print(rows[-1], flush=True)
     return rows, lines
 
 
-def widget_row(case: WidgetCase, runs: list[Run], modes: dict[str, Any]) -> list[str]:
-    reports = [run.report for run in runs]
+def widget_row(case: WidgetCase, runs: Runs, modes: dict[str, Any]) -> list[str]:
+    reports = [run.report for run in runs.runs]
     last = reports[-1]
     return [
         f"{case.name} ({last['nodes']:,} nodes)",
-        fmt_seconds(statistics.median(r["explore_s"] for r in reports)),
-        fmt_seconds(statistics.median(r["first_picture_s"] for r in reports)),
+        fmt_seconds(runs.median_of("explore_s")),
+        fmt_seconds(runs.median_of("first_picture_s")),
         f"{last['drawn']:,}",
         simplified_text(reports),
         modes.get("newrank", "—"),

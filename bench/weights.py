@@ -16,7 +16,6 @@ in a fresh process (time measured inside the child, peak RSS from the parent):
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,9 +27,11 @@ from _common import (
     fmt_seconds,
     machine_description,
     markdown_table,
+    measure,
     run_python,
     timed_child,
     today,
+    warm_page_cache,
     write_result,
 )
 
@@ -68,16 +69,9 @@ g = helper.make_graph([helper.make_node("Identity", ["big.weight"], ["y"])], "g"
 onnx.save(helper.make_model(g), d / "model.onnx")
 """
 
-RSS = "import resource\n_rss = lambda: int(open('/proc/self/statm').read().split()[1]) * 4096\n"
-OURS_SETUP = (
-    RSS + "import onnx_explorer, onnx_explorer.stats\n"
-    f"t = onnx_explorer.load({str(MODEL)!r}).graph.initializers"
-    "['big.weight']\nbefore = _rss()"
-)
-NUMPY_SETUP = (
-    RSS + f"import numpy as np\na = np.fromfile({str(DATA)!r}, dtype=np.float32)\nbefore = _rss()"
-)
-POST = "import resource as _r\nreport['before'] = before\n"
+IMPORTS = "import onnx_explorer, onnx_explorer.stats"
+OURS_SETUP = f"{IMPORTS}\nt = onnx_explorer.load({str(MODEL)!r}).graph.initializers['big.weight']"
+NUMPY_SETUP = f"import numpy as np\na = np.fromfile({str(DATA)!r}, dtype=np.float32)"
 
 CASES = [
     ("statistics", "onnx_explorer `tensor.stats()` (streamed)", OURS_SETUP, "s = t.stats()"),
@@ -94,13 +88,11 @@ def main() -> None:
     if not (MODEL.exists() and DATA.exists() and DATA.stat().st_size == ELEMENTS * 4):
         print("writing the 1 GB tensor ...", flush=True)
         run_python(GENERATE, timeout=1800)
-    subprocess.run(["cat", str(DATA)], stdout=subprocess.DEVNULL, check=True)  # warm the cache
+    warm_page_cache(DATA)
     rows, seconds, extras = [], {}, {}
     for task, label, setup, stmt in CASES:
-        runs = [run_python(timed_child(setup, stmt, POST)) for _ in range(3)]
-        runs.sort(key=lambda r: r.seconds)
-        median = runs[1]
-        extra = max(r.max_rss - r.report["before"] for r in runs)
+        runs = measure(timed_child(setup, stmt, rss_before=True), 3)
+        median, extra = runs.median, runs.extra_rss
         seconds[label] = median.seconds
         extras[label] = extra
         rows.append([task, label, fmt_seconds(median.seconds),
@@ -122,13 +114,13 @@ def main() -> None:
         print("generating bench/open.py's ~4 GB model ...", flush=True)
         run_python(MAKE_BIG, timeout=3600)
     if BIG.exists():
-        subprocess.run(["cat", str(BIG_DATA)], stdout=subprocess.DEVNULL, check=True)
+        warm_page_cache(BIG_DATA)
         code = timed_child(
-            OURS_SETUP.replace(str(MODEL), str(BIG)).split("\nt = ")[0]
-            + f"\nm = onnx_explorer.load({str(BIG)!r})\nbefore = _rss()",
+            f"{IMPORTS}\nm = onnx_explorer.load({str(BIG)!r})",
             "rows = m.weights_report(progress=False, as_list=True)",
-            POST + "report['rows'] = len(rows); report['errors'] = sum(1 for r in rows if r['error'])"
+            "report['rows'] = len(rows); report['errors'] = sum(1 for r in rows if r['error'])"
             "\nreport['bytes'] = sum(r['bytes'] for r in rows)",
+            rss_before=True,
         )  # fmt: skip
         run = run_python(code, timeout=3600)
         report_line = (
@@ -136,7 +128,7 @@ def main() -> None:
             f"{run.report['rows']} tensors, {run.report['errors']} errors): "
             f"{fmt_seconds(run.seconds)} ({run.report['bytes'] / run.seconds / 1e9:.2f} GB/s), "
             f"peak RSS {fmt_bytes(run.max_rss)}, extra memory "
-            f"{fmt_bytes(run.max_rss - run.report['before'])}"
+            f"{fmt_bytes(run.extra_rss)}"
         )
     table = markdown_table(["task", "how", "time", "throughput", "extra memory"], rows,
                            align="llrrr")  # fmt: skip
