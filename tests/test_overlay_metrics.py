@@ -340,6 +340,37 @@ def test_built_in_series_come_from_metrics_and_the_dropdown_picks_them():
     ex.close()
 
 
+@pytest.mark.graphviz
+def test_a_dropdown_pick_computes_metrics_off_the_kernels_thread(monkeypatch):
+    """Picking "macs" before any metrics exist returns at once with a note; the colours
+    arrive when the background computation ends, and a later pick wins over it."""
+    import sys
+    import threading
+
+    metrics_package = sys.modules["onnx_explorer.metrics"]  # the attribute is the function
+    model = _mlp()
+    ex = _drawn(Explorer(model))
+    release = threading.Event()
+    real = metrics_package.metrics
+
+    def slow_metrics(*args, **kwargs):
+        release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(metrics_package, "metrics", slow_metrics)
+    ex.overlay_picker.value = "macs"  # returns while metrics wait on `release`
+    assert "computing macs" in ex.overlay_note.value
+    assert ex.graph_view.legend == {}
+    ex.overlay_picker.value = "params"  # a second pick while the first computes
+    release.set()
+    for worker in [t for t in threading.enumerate() if t.name == "oxe-metrics"]:
+        worker.join(30)
+    assert ex.graph_view.legend["title"] == "params"  # the later pick, not "macs"
+    assert ex.overlay_picker.value == "params"
+    assert ex.node_list._values == {k: float(v) for k, v in real(model).series("params").items()}
+    ex.close()
+
+
 def _profile(path, events):
     path.write_text(json.dumps(events), encoding="utf-8")
     return path
