@@ -23,7 +23,6 @@ only by their consumers). Passes repeat while they match anything.
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 from collections import ChainMap, deque
 from collections.abc import Callable, Hashable, Mapping, MutableMapping, Sequence
@@ -33,6 +32,7 @@ from typing import Any
 from ..errors import ExplorerError
 from ..model import Graph, Node, SparseTensor
 from ..tensors import Tensor
+from ._values import content_digest
 
 #: Tensor attributes up to this many elements are hashed into a node's signature.
 _DIGEST_ELEMENTS = 1 << 16
@@ -73,7 +73,7 @@ def tensor_key(tensor: Tensor) -> Hashable:
     digest = None
     if tensor.size <= _DIGEST_ELEMENTS:
         try:
-            digest = hashlib.blake2b(tensor.numpy().tobytes(), digest_size=16).hexdigest()
+            digest = content_digest(tensor)
         except (ExplorerError, OSError, ValueError) as exc:
             digest = f"unreadable: {exc}"
     return ("tensor", tensor.dtype_name, tuple(tensor.shape), digest)
