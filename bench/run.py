@@ -23,9 +23,11 @@ activations ~90 ms on the background thread (min, max, sum, sum of squares, zero
 1,024-value sample each), the rest Python. The plain run is 15–25 ms for the same graph,
 so even the two passes for an exact min and max (numpy reduces ~16 GB/s on one core)
 leave the narrow graph above 2×; the wide graph's FLOPs hide more of the statistics.
-The next lever is to have onnxruntime reduce each value in the graph itself, while it is
-still in cache (ReduceMin/Max/Sum/SumSquare nodes per output), and fetch values only for
-percentiles and for the tensors that turn out non-finite.
+Measured for the next step: onnxruntime reducing each value in the graph itself, while it
+is in cache (ReduceMin/Max/Sum/SumSquare after each of 1,328 float outputs, one session,
+no segments), ran 2.2× (narrow) and 1.6× (wide) a plain first run, both under the same
+load; it gives no zeros, NaN counts or percentiles, which would need more nodes or a
+second pass over the tensors that turn out non-finite.
 """
 
 from __future__ import annotations
