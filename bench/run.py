@@ -80,6 +80,15 @@ for _ in range(3):
     times.append(time.perf_counter() - began)
 report["run_seconds"] = statistics.median(times)
 """
+#: The floor of any capture with onnxruntime: one session with every tensor a graph
+#: output (what Polygraphy's ``--onnx-outputs mark all`` builds), no statistics, every
+#: value held to the end of the run (so over the memory budget on big graphs).
+MARK_ALL_PATH = "model_mark_all.onnx"
+#: The floor of our own capture: its segments, with the statistics replaced by nothing.
+NO_STATS = """
+import onnx_explorer.runs._run as _run
+_run.record = lambda name, node, op_type, value, bins: _run.TensorRecord(name, node, op_type, "", (), None)
+"""
 CAPTURE_SETUP = """
 import numpy as np, onnx_explorer as ox, onnxruntime, time  # imported outside the timing, as for plain
 x = {"hidden_states": np.random.default_rng(0).standard_normal((1, SEQ, HIDDEN)).astype(np.float32)}
@@ -88,10 +97,10 @@ CAPTURE_STMT = """
 began = time.perf_counter()
 result = ox.run(PATH, x)
 total = time.perf_counter() - began
-report["session_seconds"] = result.session_seconds
-report["run_seconds"] = total - result.session_seconds
+report["session_seconds"] = result.prepare_seconds + result.session_seconds
+report["run_seconds"] = total - report["session_seconds"]
 report["tensors"] = len(result.tensors)
-report["largest"] = max(r.stats.count * 4 for r in result.tensors.values() if r.stats)
+report["largest"] = max((r.stats.count * 4 for r in result.tensors.values() if r.stats), default=0)
 """
 
 
@@ -111,6 +120,19 @@ def make(path: Path, nodes: int) -> int:
             left -= n
     onnx.save(model, path)
     return len(model.graph.node)
+
+
+def mark_all(path: Path) -> Path:
+    """A copy of the benchmark model with every node output a graph output."""
+    model = onnx.load(path, load_external_data=False)
+    outputs = {v.name for v in model.graph.output}
+    for node in model.graph.node:
+        model.graph.output.extend(
+            onnx.ValueInfoProto(name=n) for n in node.output if n and n not in outputs
+        )
+    marked = path.parent / MARK_ALL_PATH  # the weights stay in the same weights.bin
+    onnx.save(model, marked)
+    return marked
 
 
 def child(setup: str, stmt: str, path: Path) -> dict:
@@ -137,12 +159,18 @@ def main() -> None:
             path = Path(tmp) / "model.onnx"
             nodes = make(path, target)
             plain = child(PLAIN_SETUP, PLAIN_STMT, path)
+            marked = child(PLAIN_SETUP, PLAIN_STMT, mark_all(path))
+            bare = child(CAPTURE_SETUP + NO_STATS, CAPTURE_STMT, path)
             capture = child(CAPTURE_SETUP, CAPTURE_STMT, path)
         budget = plain["peak"] + 2 * capture["largest"] + (64 << 20)
         rows.append([
             f"{nodes:,}", f"{width} ({render.HIDDEN})", str(capture["tensors"]),
             fmt_seconds(plain["session_seconds"]), fmt_seconds(plain["first_seconds"]),
             fmt_seconds(plain["run_seconds"]),
+            fmt_seconds(marked["run_seconds"]),
+            fmt_ratio(marked["run_seconds"] / plain["run_seconds"]),
+            fmt_seconds(bare["run_seconds"]),
+            fmt_ratio(bare["run_seconds"] / plain["run_seconds"]),
             fmt_seconds(capture["session_seconds"]), fmt_seconds(capture["run_seconds"]),
             fmt_ratio(capture["run_seconds"] / plain["run_seconds"]),
             fmt_bytes(plain["peak"]), fmt_bytes(capture["peak"]), fmt_bytes(budget),
@@ -150,7 +178,8 @@ def main() -> None:
         ])  # fmt: skip
         print(rows[-1], flush=True)
     header = ["nodes", "width (hidden)", "tensors captured", "plain: session", "plain: first run", "plain: run",
-              "capture: sessions", "capture: run + stats", "ratio", "plain peak",
+              "every tensor an output: run", "ratio", "capture, no statistics", "ratio",
+              "capture: read, plan, sessions", "capture: run + stats", "ratio", "plain peak",
               "capture peak", "peak budget", "largest activation"]  # fmt: skip
     text = "\n".join([
         "# onnx_explorer.run: capture every tensor vs a plain onnxruntime run", "",

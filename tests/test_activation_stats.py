@@ -8,9 +8,13 @@ import time
 
 import numpy as np
 import pytest
+from builders import scoped_chain
 
+import onnx_explorer
+from onnx_explorer.runs import _execute, _run
 from onnx_explorer.runs._activation_stats import SAMPLE_SIZE, activation_stats, fast_path
 from onnx_explorer.runs._background import Background
+from onnx_explorer.runs._ort import RunError
 from onnx_explorer.stats import array_stats
 
 RNG = np.random.default_rng(7)
@@ -138,3 +142,49 @@ def test_background_raises_a_jobs_error():
     with pytest.raises(ZeroDivisionError):
         list(background.results())
     background.close()
+
+
+def test_background_results_wait_for_every_job():
+    """Jobs still running when the results are asked for are waited for, not cancelled
+    (a run whose statistics fell behind onnxruntime lost them)."""
+    background = Background()
+    for k in range(5):
+        background.submit(lambda k=k: (time.sleep(0.03), k)[1], 1)
+    assert list(background.results()) == [0, 1, 2, 3, 4]
+    background.close()
+
+
+def test_a_run_whose_statistics_fall_behind_keeps_every_record(monkeypatch):
+    real = _run.summary
+    monkeypatch.setattr(_run, "summary", lambda v: (time.sleep(0.002), real(v))[1])
+    result = onnx_explorer.run(scoped_chain(2), {"x": np.ones(1, np.float32)}, segment_nodes=8)
+    assert len(result.tensors) == 120
+    assert all(r.stats is not None for r in result.tensors.values())
+
+
+def test_a_failing_statistics_job_is_our_error(monkeypatch):
+    def broken(value):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(_run, "summary", broken)
+    with pytest.raises(RunError, match="statistics failed.*no room"):
+        onnx_explorer.run(scoped_chain(1), {"x": np.ones(1, np.float32)}, segment_nodes=8)
+
+
+def test_an_interrupt_during_a_run_is_raised_as_is(monkeypatch):
+    """Ctrl-C while onnxruntime runs: the KeyboardInterrupt reaches the user (not an
+    error of the statistics thread), and the thread is stopped."""
+    real = _execute.Execution._run
+    calls = []
+
+    def interrupted(self, segment, live):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, segment, live)
+
+    monkeypatch.setattr(_execute.Execution, "_run", interrupted)
+    before = threading.active_count()
+    with pytest.raises(KeyboardInterrupt):
+        onnx_explorer.run(scoped_chain(2), {"x": np.ones(1, np.float32)}, segment_nodes=8)
+    assert threading.active_count() == before

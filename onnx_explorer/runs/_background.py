@@ -29,6 +29,8 @@ class Background:
         self._bytes += nbytes
 
     def _collect(self, block: bool, need: int) -> None:
+        """Move finished jobs (and, with ``block``, as many as it takes for ``need`` more
+        bytes to fit) from the queue to the done list."""
         while self._waiting and (self._waiting[0][0].done() or block):
             future, nbytes = self._waiting.popleft()
             future.exception()  # waits; the error, if any, is raised by results()
@@ -37,13 +39,20 @@ class Background:
             block = block and self._bytes + need > self._limit
 
     def results(self) -> Iterator[Any]:
-        """Every job's result in submission order (waits; re-raises a job's error)."""
-        self._collect(block=True, need=0)
+        """Every job's result in submission order (waits for all; re-raises a job's error)."""
+        while self._waiting:
+            future, nbytes = self._waiting.popleft()
+            future.exception()
+            self._done.append(future)
+            self._bytes -= nbytes
         done, self._done = self._done, []
         for future in done:
             yield future.result()
 
     def close(self) -> None:
+        """Cancel what has not started and stop the thread (after the job it is on)."""
         for future, _ in self._waiting:
             future.cancel()
+        self._waiting.clear()
+        self._bytes = 0
         self._pool.shutdown(wait=True)

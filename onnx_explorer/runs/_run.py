@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..gc_pause import paused_gc
 from ..stats import Histogram, TensorStats, array_values, histogram, summarize
 from ._activation_stats import activation_stats, fast_path
 from ._background import Background
@@ -55,10 +57,11 @@ class RunResult:
     values: dict[str, np.ndarray]  # only the names asked for with ``keep``
     feeds: dict[str, np.ndarray]
     not_captured: list[str]
-    session_seconds: float
-    run_seconds: float
+    session_seconds: float  # building onnxruntime's sessions
+    run_seconds: float  # inside onnxruntime's runs
     failure: Failure | None = None
     node_outputs: dict[str, list[str]] = field(default_factory=dict)  # node → its captured outputs
+    prepare_seconds: float = 0.0  # reading the model, checking the feeds, planning the run
 
     @property
     def stats(self) -> dict[str, TensorStats]:
@@ -83,6 +86,7 @@ class RunResult:
         return {
             "first_nonfinite": self.first_nonfinite,
             "failure": None if self.failure is None else vars(self.failure),
+            "prepare_seconds": self.prepare_seconds,
             "session_seconds": self.session_seconds,
             "run_seconds": self.run_seconds,
             "not_captured": list(self.not_captured),
@@ -181,21 +185,28 @@ def run(
     what was captured before it. ``segment_nodes``: nodes per onnxruntime session
     (default: sized so a segment returns at most ``SEGMENT_BYTES`` of values).
     """
+    began = time.perf_counter()
     the_plan, given = prepare(model, feeds, dims=dims, seed=seed, vocab=vocab)
+    prepared = time.perf_counter() - began
     execution = Execution(the_plan, given, segment_nodes=segment_nodes)
     bar = _bar(len(the_plan.order)) if progress else None
     collector = Collector(the_plan, capture, keep, bins)
     execution.on_segment = collector.segment_done
     if bar is not None:
         collector.progress = bar.update
-    try:
-        for produced in execution.values():
-            collector.add(produced)
-    finally:
-        if bar is not None:
-            bar.close()
-        collector.close()
-    result = collector.result(execution, given)
+    # thousands of records and arrays, no cycles: collections would walk the user's heap
+    with paused_gc():
+        try:
+            for produced in execution.values():
+                collector.add(produced)
+        except BaseException:  # an interrupt or our bug: it, not a statistics job, is raised
+            collector.abandon()
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        result = collector.result(execution, given)
+    result.prepare_seconds = prepared
     if execution.failure is not None:
         raise RunFailedError(execution.failure.message, result)
     return result
@@ -277,14 +288,21 @@ class Collector:
         return made
 
     def close(self) -> None:
-        """Wait for every batch (a failure in one is raised here) and stop the thread."""
+        """Wait for every batch and stop the thread; a batch that failed raises here."""
         self.submit()
         try:
             for records in self.background.results():
                 for done in records:
                     self.records[done.name] = done
+        except Exception as exc:
+            raise RunError(f"computing the activations' statistics failed: {exc!r}") from exc
         finally:
             self.background.close()
+
+    def abandon(self) -> None:
+        """Stop the thread without waiting for what is queued (the run is being left)."""
+        self.batch = []
+        self.background.close()
 
     def result(self, execution: Execution, feeds: dict[str, np.ndarray]) -> RunResult:
         self.close()
