@@ -533,3 +533,29 @@ def test_a_tensor_gives_its_stored_bytes_into_a_reused_buffer(tmp_path):
     assert (
         ox.load(helper.make_model(graph)).graph.initializers["T"].iter_stored_bytes(buffer) is None
     )
+
+
+def _string_constant(text: bytes, initializer: str = "") -> onnx.ModelProto:
+    """A STRING tensor as a Constant's value or (``initializer``) as a stored tensor."""
+    if initializer:
+        stored = helper.make_tensor(initializer, TensorProto.STRING, [2], [text, b"b"])
+        nodes = [helper.make_node("Identity", [initializer], ["c"], name="id")]
+        inits = [stored]
+    else:
+        value = helper.make_tensor("v", TensorProto.STRING, [2], [text, b"b"])
+        nodes = [helper.make_node("Constant", [], ["c"], value=value, name="const")]
+        inits = []
+    out = helper.make_tensor_value_info("c", TensorProto.STRING, [2])
+    graph = helper.make_graph(nodes, "g", [], [out], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_string_tensors_are_compared_by_content():
+    """Label-map constants (sklearn exports) are strings: equal ones are equal, changed
+    ones a changed tensor with one differing value, a renamed stored one a rename (this
+    used to raise TypeError hashing an object array)."""
+    assert ox.diff(_string_constant(b"cat"), _string_constant(b"cat")).equal
+    changed = ox.diff(_string_constant(b"cat"), _string_constant(b"dog"))
+    assert [(t.b, t.differing) for t in changed.tensors_changed] == [("c", 1)]
+    renamed = ox.diff(_string_constant(b"cat", "w"), _string_constant(b"cat", "w_renamed"))
+    assert renamed.tensors_renamed == [("w", "w_renamed")]

@@ -28,7 +28,13 @@ def content_digest(tensor: Tensor) -> str:
     """A hash of the tensor's decoded bytes, streamed (for renamed-initializer matching)."""
     digest = hashlib.blake2b(digest_size=20)
     for chunk in tensor.iter_chunks(_CHUNK):
-        digest.update(np.ascontiguousarray(chunk).view(np.uint8).data)
+        if chunk.dtype == object:  # strings: each one's length first, so ["ab"] != ["a", "b"]
+            for item in chunk.reshape(-1):
+                data = item if isinstance(item, bytes) else str(item).encode()
+                digest.update(len(data).to_bytes(8, "little"))
+                digest.update(data)
+        else:
+            digest.update(np.ascontiguousarray(chunk).view(np.uint8).data)
     tensor.release()
     return digest.hexdigest()
 
