@@ -371,6 +371,37 @@ def test_a_dropdown_pick_computes_metrics_off_the_kernels_thread(monkeypatch):
     ex.close()
 
 
+@pytest.mark.graphviz
+@pytest.mark.parametrize("later", ["values", "none"])
+def test_an_overlay_from_a_cell_after_a_pick_is_not_painted_over(monkeypatch, later):
+    """A dropdown pick is still computing when a cell calls ``ex.overlay(...)`` (or takes
+    the colours away): when the pick's metrics arrive, the cell's overlay stays."""
+    import sys
+    import threading
+
+    metrics_package = sys.modules["onnx_explorer.metrics"]
+    ex = _drawn(Explorer(_mlp()))
+    release = threading.Event()
+    real = metrics_package.metrics
+
+    def slow_metrics(*args, **kwargs):
+        release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(metrics_package, "metrics", slow_metrics)
+    ex.overlay_picker.value = "macs"
+    if later == "values":
+        ex.overlay({"/enc/layer.1/MatMul": 1.0}, name="mine")
+    else:
+        ex.overlay(None)
+    release.set()
+    for worker in [t for t in threading.enumerate() if t.name == "oxe-metrics"]:
+        worker.join(30)
+    expected = {"title": "mine"} if later == "values" else {}
+    assert {k: v for k, v in ex.graph_view.legend.items() if k == "title"} == expected
+    ex.close()
+
+
 def _profile(path, events):
     path.write_text(json.dumps(events), encoding="utf-8")
     return path

@@ -106,7 +106,8 @@ class Explorer(widgets.VBox):
         self.tabs.observe(self._on_tab, "selected_index")
         self._metrics: dict[tuple[tuple[str, int], ...], Metrics] = {}
         self._metrics_lock = threading.Lock()  # one computation, whichever thread asks first
-        self._overlay_pick = 0  # the dropdown's latest pick: an older one still computing loses
+        self._overlay_pick = 0  # overlays asked for: a pick still computing loses to later ones
+        self._overlay_lock = threading.RLock()  # a pick's worker paints, or a cell's overlay()
         self._overlay_args: tuple[dict[str, float | None], str, bool, Reduce] | None = None
         self._picking_overlay = False  # the dropdown follows a call: not a user's pick
         self.overlay_picker.observe(self._on_overlay_picked, "value")
@@ -187,6 +188,18 @@ class Explorer(widgets.VBox):
         """
         if reduce not in REDUCES:
             raise ValueError(f"reduce must be 'sum' or 'max', not {reduce!r}")
+        with self._overlay_lock:
+            self._overlay_pick += 1  # a dropdown pick still computing must not paint over this
+            self._overlay(series_or_values, name, log, reduce, dims)
+
+    def _overlay(
+        self,
+        series_or_values: str | Mapping[str, Any] | Any,
+        name: str | None,
+        log: bool,
+        reduce: Reduce,
+        dims: Mapping[str, int] | None,
+    ) -> None:
         if series_or_values is None:
             self._overlay_args = None
             self._paint(None)
@@ -305,8 +318,9 @@ class Explorer(widgets.VBox):
         try:
             if series is not None:
                 self.metrics()  # the slow part, cached
-            if pick == self._overlay_pick:  # else a later pick has been made
-                self.overlay(series, log=self.overlay_log.value)
+            with self._overlay_lock:
+                if pick == self._overlay_pick:  # else a later overlay has been asked for
+                    self.overlay(series, log=self.overlay_log.value)
         except Exception as exc:  # a dropdown pick must not raise into the front end
             self.overlay_note.value = h.STYLE + h.muted(f"cannot colour by {series}: {exc}")
 
