@@ -12,7 +12,12 @@ from builders import scoped_chain
 
 import onnx_explorer
 from onnx_explorer.runs import _execute, _run
-from onnx_explorer.runs._activation_stats import SAMPLE_SIZE, activation_stats, fast_path
+from onnx_explorer.runs._activation_stats import (
+    SAMPLE_SIZE,
+    _sample_positions,
+    activation_stats,
+    fast_path,
+)
 from onnx_explorer.runs._background import Background
 from onnx_explorer.runs._ort import RunError
 from onnx_explorer.stats import array_stats
@@ -52,6 +57,9 @@ def _same(got, want, rel=1e-5):
             RNG.standard_normal(5000).astype(np.float32) * 1e30, id="squares-overflow-f32"
         ),
         pytest.param(np.array([1e200, -1e200, 5.0]), id="squares-overflow-f64"),
+        pytest.param((RNG.random(5000) * 1e-22).astype(np.float32), id="squares-subnormal-f32"),
+        pytest.param(RNG.integers(0, 3, 200_000).astype(np.uint8), id="uint8-several-chunks"),
+        pytest.param(RNG.standard_normal(200_000).astype(np.float16), id="float16-several-chunks"),
     ],
 )
 def test_matches_summarize(values):
@@ -93,6 +101,31 @@ def test_sampled_percentiles_do_not_alias_with_the_layout():
     assert got.p1 <= 2 and got.p99 >= 61
     got = activation_stats(values)  # channel slowest
     assert got.p50 == pytest.approx(31.5, abs=2)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float16])
+def test_narrow_dtypes_are_widened_a_chunk_at_a_time(dtype):
+    """A 4M-element int8/int32/float16 activation is not copied whole to float64 or
+    float32 (that was 32 MB beside a 4 MB tensor): the extra memory is a few chunks."""
+    import tracemalloc
+
+    values = (RNG.integers(0, 4, 4 << 20)).astype(dtype)
+    tracemalloc.start()
+    got = activation_stats(values)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 2 << 20
+    _same(got, array_stats(values))
+
+
+@pytest.mark.parametrize("n", [2 * SAMPLE_SIZE, 4 * SAMPLE_SIZE, 8 * SAMPLE_SIZE, 11 * SAMPLE_SIZE])
+def test_a_sampled_tensor_sorts_about_sample_size_values(n):
+    """Sizes a few times the sample used to get a stride of 11 (the first coprime with
+    2·3·5·7): 187 values at 2,048. The sample is ~1,024 distinct in-range positions."""
+    positions = _sample_positions(n)
+    assert len(positions) >= 0.95 * SAMPLE_SIZE
+    assert (np.diff(positions) > 0).all() and positions[0] >= 0 and positions[-1] < n
+    assert np.diff(positions).max() <= 3 * n / SAMPLE_SIZE  # no stretch left unseen
 
 
 def test_other_dtypes_are_left_to_summarize():

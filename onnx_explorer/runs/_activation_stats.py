@@ -8,16 +8,20 @@ with the same definitions, from native-dtype reductions:
 
 - min and max in the tensor's dtype (a NaN or Inf there sends the tensor to
   ``summarize``, which counts them, so the fast path only ever sees finite values);
-- sum and sum of squares in float32 (einsum's SIMD accumulators) over chunks of
-  ``CHUNK`` values, the chunks added in float64: about 1e-6 relative on the mean and the
-  variance. When the variance is small
-  beside the mean (a cancellation that float32 cannot carry), or a square could overflow
-  float32, the second moment is computed centred, in float64;
+- sum and sum of squares over chunks of ``CHUNK`` values, the chunks added in float64:
+  float32 and float16 values summed in float32 (einsum's SIMD accumulators), integers
+  in float64: about 1e-6 relative on the mean and the variance. When the variance is
+  small beside the mean (a cancellation that float32 cannot carry), or a float32 square
+  could overflow or lose its precision below the normal range, the second moment is
+  computed centred, in float64;
 - zeros counted only when zero lies between min and max;
-- percentiles from a strided sample of about ``SAMPLE_SIZE`` values (all the values below
-  it, and then exact). The stride is kept coprime with 2, 3, 5 and 7 so that it does not
-  alias with the channel and spatial sizes real layouts are made of: successive samples
-  walk through every position of such a dimension. ``exact_percentiles`` says which.
+- percentiles from a sample of about ``SAMPLE_SIZE`` values (all the values below it,
+  and then exact) at positions of a golden-ratio sequence: spread evenly over the tensor
+  without a fixed stride, so the sample cannot alias with the channel and spatial sizes
+  real layouts are made of. ``exact_percentiles`` says which.
+
+Nothing is widened whole: an int8 or float16 activation is converted a chunk at a time,
+so the extra memory stays a few hundred kilobytes whatever the tensor's size.
 """
 
 from __future__ import annotations
@@ -32,30 +36,31 @@ from ..stats import TensorStats
 #: Values sorted for a tensor's percentiles; the median of a 1,024-value sample is within
 #: about ±1.6 percentage points of rank, p1 and p99 within about ±0.3.
 SAMPLE_SIZE = 1 << 10
-#: Values summed in float32 at once (their partial sums are added in float64).
+#: Values widened and summed at once (their partial sums are added in float64).
 CHUNK = 1 << 16
 #: A variance below this share of the mean square is computed again, centred, in float64.
 CANCELLATION = 1e-2
 #: Below this bound on the sum of squares, float32 sums cannot overflow (no np.errstate:
 #: entering it costs more than the sums of a small tensor).
 _FLOAT32_SAFE = 1e37
-_LAYOUT_FACTORS = 2 * 3 * 5 * 7
+#: Below this largest square, float32 squares are subnormal or zero: precision is lost.
+_FLOAT32_TINY = 1e-30
 _PERCENTILES = (1.0, 50.0, 99.0)
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
 def fast_path(value: np.ndarray) -> bool:
     """Whether :func:`activation_stats` can take this array (else: ``summarize``)."""
-    return value.size > 0 and (value.dtype.kind in "iu" or value.dtype in (*_FLOATS, np.float16))
+    return value.size > 0 and (value.dtype.kind in "iu" or value.dtype in _FLOATS)
 
 
 def activation_stats(value: np.ndarray) -> TensorStats | None:
     """The statistics of ``value``, or None when it holds a NaN or an Inf (or overflows
     float64): ``summarize`` then counts them and summarises the finite rest."""
     flat = value.reshape(-1)
+    n = flat.size
     is_float = flat.dtype.kind == "f"
-    if flat.dtype == np.float16:
-        flat = flat.astype(np.float32)  # float16 sums overflow at 65,504
     lo, hi = flat.min(), flat.max()
     if is_float:
         if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -63,22 +68,22 @@ def activation_stats(value: np.ndarray) -> TensorStats | None:
         low, high = float(lo), float(hi)
     else:
         low, high = int(lo), int(hi)  # exact, even past 2**53
-        flat = flat.astype(np.float64)
-    n = flat.size
+    # float16 sums overflow at 65,504: float32 (as float32 itself); integers float64
+    wide = np.dtype(np.float32) if flat.dtype.itemsize <= 4 and is_float else np.dtype(np.float64)
+    big = max(abs(low), abs(high))
     if low == high:  # a constant (scalars, masks, fills): nothing to sum
         mean, variance = float(low), 0.0
-    elif (big := max(abs(low), abs(high))) * big * n < _FLOAT32_SAFE:  # no ** : it raises
-        total, squares = _sums(flat)
+    elif big * big * n < _FLOAT32_SAFE and (wide == np.float64 or big * big >= _FLOAT32_TINY):
+        total, squares = _sums(flat, wide)  # (no ** above: it raises on overflow)
         mean = total / n
         variance = squares / n - mean * mean
         if variance < CANCELLATION * (squares / n):
             mean, variance = _centred(flat)
-    else:  # squares could overflow float32
+    else:  # squares could overflow float32 (or lose float64's digits), or be subnormal
         mean, variance = _centred(flat)
-        if not (math.isfinite(mean) and math.isfinite(variance)):
-            return None
-    # count_nonzero of a bool mask is SIMD; of float32 values it is ~5× slower
-    zeros = int(np.count_nonzero(flat == 0)) if low <= 0 <= high else 0
+    if not (math.isfinite(mean) and math.isfinite(variance)):
+        return None
+    zeros = _zeros(flat) if low <= 0 <= high else 0
     p1, p50, p99, exact = _percentiles(flat)
     return TensorStats(
         count=n,
@@ -86,7 +91,7 @@ def activation_stats(value: np.ndarray) -> TensorStats | None:
         max=high,
         mean=mean,
         std=math.sqrt(max(variance, 0.0)),
-        abs_max=max(abs(low), abs(high)),
+        abs_max=big,
         zeros=zeros / n,
         nan=0,
         inf=0,
@@ -98,17 +103,18 @@ def activation_stats(value: np.ndarray) -> TensorStats | None:
     )
 
 
-def _sums(flat: np.ndarray) -> tuple[float, float]:
-    """Sum and sum of squares; float32 within a chunk, float64 across.
+def _sums(flat: np.ndarray, wide: np.dtype) -> tuple[float, float]:
+    """Sum and sum of squares; in ``wide`` within a chunk, float64 across.
 
     einsum's SIMD accumulators (errors ~3e-7 of the sum of magnitudes on 64k random
-    values) run 2.7× faster than ``ndarray.sum``'s pairwise sum; not np.dot: BLAS
+    float32 values) run 2.7× faster than ``ndarray.sum``'s pairwise sum; not np.dot: BLAS
     threads on small vectors stall when the cores are busy."""
     if flat.size <= CHUNK:  # most activations: no loop
-        return float(np.einsum("i->", flat)), float(np.einsum("i,i->", flat, flat))
+        part = flat.astype(wide, copy=False)
+        return float(np.einsum("i->", part)), float(np.einsum("i,i->", part, part))
     total = squares = 0.0
     for start in range(0, flat.size, CHUNK):
-        part = flat[start : start + CHUNK]
+        part = flat[start : start + CHUNK].astype(wide, copy=False)
         total += float(np.einsum("i->", part))
         squares += float(np.einsum("i,i->", part, part))
     return total, squares
@@ -128,11 +134,19 @@ def _centred(flat: np.ndarray) -> tuple[float, float]:
     return mean, m2 / n
 
 
+def _zeros(flat: np.ndarray) -> int:
+    """Elements equal to zero: count_nonzero of a bool mask is SIMD (of float32 values it
+    is ~5× slower); the mask made a chunk at a time."""
+    if flat.size <= CHUNK:
+        return int(np.count_nonzero(flat == 0))
+    return sum(int(np.count_nonzero(flat[s : s + CHUNK] == 0)) for s in range(0, flat.size, CHUNK))
+
+
 def _percentiles(flat: np.ndarray) -> tuple[float, float, float, bool]:
-    """p1, p50, p99 (numpy's linear interpolation) of the values or of a strided sample."""
+    """p1, p50, p99 (numpy's linear interpolation) of the values or of a sample."""
     n = flat.size
     exact = n <= SAMPLE_SIZE
-    sample = np.sort(flat if exact else flat[:: _stride(n)])
+    sample = np.sort(flat if exact else flat[_sample_positions(n)])
     last = sample.size - 1
     found = []
     for p in _PERCENTILES:
@@ -146,9 +160,11 @@ def _percentiles(flat: np.ndarray) -> tuple[float, float, float, bool]:
     return found[0], found[1], found[2], exact
 
 
-@functools.lru_cache(maxsize=1024)  # a run has few distinct sizes
-def _stride(n: int) -> int:
-    step = max(n // SAMPLE_SIZE, 1)
-    while math.gcd(step, _LAYOUT_FACTORS) != 1:
-        step += 1
-    return step
+@functools.lru_cache(maxsize=256)  # a run has few distinct sizes (8 KB each)
+def _sample_positions(n: int) -> np.ndarray:
+    """About ``SAMPLE_SIZE`` distinct positions in ``range(n)``, at the golden-ratio
+    sequence: evenly spread (no gap much longer than n / SAMPLE_SIZE), no period."""
+    weyl = (np.arange(SAMPLE_SIZE) + 0.5) * _GOLDEN % 1.0
+    positions = np.unique((weyl * n).astype(np.int64))
+    positions.flags.writeable = False
+    return positions
