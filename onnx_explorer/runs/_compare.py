@@ -23,6 +23,7 @@ import numpy as np
 
 from ..stats import Histogram, array_histogram
 from ._execute import Execution, Failure, Produced
+from ._ort import shrink_shared_arena
 from ._run import TensorRecord, prepare, record
 
 _BLOCK = 1 << 16
@@ -130,29 +131,35 @@ def compare(
     bar = _bar(len(plan_b.order)) if progress else None
     if bar is not None:
         run_b.on_segment = bar.update
-    for produced_b in run_b.values():
-        name_a = pairs.get(produced_b.name)
-        if name_a is None:
-            continue
-        held = a_side.take(name_a)  # a's partner, made by now or in a's next steps
-        if held is None:
-            continue
-        position, produced = held
-        value_a, value_b = produced.value, produced_b.value
-        label = plan_a.node_label(produced.node)
-        if bins > 0:
-            op = plan_a.graph.node[produced.node].op_type
-            records_a[name_a] = record(name_a, label, op, value_a, bins)
-            records_b[name_a] = record(produced_b.name, label, op, value_b, bins)
-            difference = _difference(value_a, value_b)
-            if difference is not None:
-                differences[name_a] = array_histogram(difference, bins)
-        found.append(
-            (position, compare_values(name_a, names_b[name_a], label, value_a, value_b, atol, rtol))
-        )
-    a_side.finish()  # to its end: a failure of a is reported too
-    if bar is not None:
-        bar.close()
+    try:
+        for produced_b in run_b.values():
+            name_a = pairs.get(produced_b.name)
+            if name_a is None:
+                continue
+            held = a_side.take(name_a)  # a's partner, made by now or in a's next steps
+            if held is None:
+                continue
+            position, produced = held
+            value_a, value_b = produced.value, produced_b.value
+            label = plan_a.node_label(produced.node)
+            if bins > 0:
+                op = plan_a.graph.node[produced.node].op_type
+                records_a[name_a] = record(name_a, label, op, value_a, bins)
+                records_b[name_a] = record(produced_b.name, label, op, value_b, bins)
+                difference = _difference(value_a, value_b)
+                if difference is not None:
+                    differences[name_a] = array_histogram(difference, bins)
+            found.append(
+                (
+                    position,
+                    compare_values(name_a, names_b[name_a], label, value_a, value_b, atol, rtol),
+                )
+            )
+        a_side.finish()  # to its end: a failure of a is reported too
+        if bar is not None:
+            bar.close()
+    finally:
+        shrink_shared_arena()  # both runs' values are gone
     results = [t for _, t in sorted(found, key=lambda item: item[0])]
     matched = {t.a for t in results}
     return CompareResult(

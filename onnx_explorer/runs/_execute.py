@@ -7,7 +7,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._ort import RunError, failing_node, make_session, onnxruntime, release_run_memory, short
+from ._ort import RunError, failing_node, make_session, short
 from ._plan import SEGMENT_BYTES, SEGMENT_NODES, Plan, segment_model
 
 
@@ -53,18 +53,21 @@ class Execution:
         wanted_outputs = {v.name for v in plan.graph.output}
         live: dict[str, Any] = dict(self.feeds)
         start, step = 0, max(1, self.segment_nodes or SEGMENT_NODES)
-        while start < len(order):
-            segment = order[start : start + step]
-            self._made = 0
-            ok = yield from self._segment(segment, live, start, wanted_outputs)
-            if self.on_segment is not None:
-                self.on_segment(len(segment))
-            if not ok:
-                return
-            start += len(segment)
-            if self.segment_nodes is None:  # next segment sized by the bytes these made
-                per_node = max(self._made / len(segment), 1.0)
-                step = int(min(max(SEGMENT_BYTES // per_node, 1), 2 * step + 64))
+        try:
+            while start < len(order):
+                segment = order[start : start + step]
+                self._made = 0
+                ok = yield from self._segment(segment, live, start, wanted_outputs)
+                if self.on_segment is not None:
+                    self.on_segment(len(segment))
+                if not ok:
+                    return
+                start += len(segment)
+                if self.segment_nodes is None:  # next segment sized by the bytes these made
+                    per_node = max(self._made / len(segment), 1.0)
+                    step = int(min(max(SEGMENT_BYTES // per_node, 1), 2 * step + 64))
+        finally:  # done, failed or left: the values go (onnxruntime's arena holds them)
+            live.clear()
 
     def _segment(
         self,
@@ -112,11 +115,9 @@ class Execution:
         finally:
             self.timing.sessions += time.perf_counter() - began
         inputs = {v.name: live[v.name] for v in session.get_inputs()}
-        last = segment[-1] == self.plan.order[-1]
-        options = release_run_memory(onnxruntime()) if last else None
         began = time.perf_counter()
         try:
-            values = session.run(outputs, inputs, options)
+            values = session.run(outputs, inputs)
         except Exception as exc:
             raise self._error(exc, segment, "failed") from None
         finally:

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import ExplorerError
 
 INSTALL_HINT = "pip install onnx_explorer[run]"
@@ -67,16 +69,38 @@ def _use_shared_arena(ort: Any) -> bool:
             _shared_arena = True
         except Exception:  # already registered by the host application: use it as is
             _shared_arena = "already" in str(sys.exc_info()[1]).lower()
+        if _shared_arena:
+            # The arena never hands back its first region: make that a small one, not
+            # the first segment's outputs (128 MB stayed allocated after such a run).
+            _tiny_run(ort.RunOptions())
     return _shared_arena
 
 
-def release_run_memory(ort: Any) -> Any:
-    """Run options that hand the shared arena's free memory back after this run (the
-    last segment): a run does not leave its peak allocated in the kernel."""
-    options = ort.RunOptions()
+_tiny_session: Any = None  # a one-value session over the shared arena, made once
+
+
+def _tiny_run(options: Any) -> None:
+    global _tiny_session
+    if _tiny_session is None:
+        from onnx import TensorProto, helper
+
+        a, b = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in "ab")
+        graph = helper.make_graph([helper.make_node("Identity", ["a"], ["b"])], "tiny", [a], [b])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 7  # any onnxruntime this package supports reads it
+        _tiny_session = make_session(model.SerializeToString(), None)
+    _tiny_session.run(None, {"a": np.ones(1, np.float32)}, options)
+
+
+def shrink_shared_arena() -> None:
+    """Hand the shared arena's free memory back to the system once a run's values are
+    gone, so a run does not leave its peak allocated in the kernel. (Asked of the last
+    segment's own run it freed nothing: onnxruntime's arrays are views of the arena, and
+    that run's outputs still held their chunks.)"""
     if _shared_arena:
+        options = onnxruntime().RunOptions()
         options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-    return options
+        _tiny_run(options)
 
 
 def make_session(model_bytes: bytes, base_dir: Path | None) -> Any:

@@ -16,7 +16,7 @@ from ._activation_stats import activation_stats, fast_path
 from ._background import Background
 from ._execute import Execution, Failure, Produced
 from ._feeds import check_feeds, generate_feeds, input_specs, load_feeds
-from ._ort import RunError, onnxruntime
+from ._ort import RunError, onnxruntime, shrink_shared_arena
 from ._plan import Plan, check_external, load_proto, plan
 
 
@@ -197,15 +197,15 @@ def run(
     # thousands of records and arrays, no cycles: collections would walk the user's heap
     with paused_gc():
         try:
-            for produced in execution.values():
-                collector.add(produced)
+            collector.add_all(execution.values())
+            result = collector.result(execution, given)
         except BaseException:  # an interrupt or our bug: it, not a statistics job, is raised
             collector.abandon()
             raise
         finally:
             if bar is not None:
                 bar.close()
-        result = collector.result(execution, given)
+            shrink_shared_arena()  # every value the result does not hold is gone by now
     result.prepare_seconds = prepared
     if execution.failure is not None:
         raise RunFailedError(execution.failure.message, result)
@@ -243,17 +243,22 @@ class Collector:
 
     def add(self, produced: Produced) -> None:
         name, value = produced.name, produced.value
-        if name in self.outputs_wanted:
-            self.outputs[name] = value
-        if name in self.keep:
-            self.values[name] = value
+        if name in self.outputs_wanted or name in self.keep:
+            # onnxruntime's arrays are views of its arena: the result's own copy lets the
+            # arena hand its peak back (a view would pin its chunk as long as it lives)
+            held = np.array(value) if isinstance(value, np.ndarray) else value
+            if name in self.outputs_wanted:
+                self.outputs[name] = held
+            if name in self.keep:
+                self.values[name] = held
         if not self.select(name):
             return
         label = self.plan.node_label(produced.node)
         node = self.plan.graph.node[produced.node]
         pending = _Pending(name, label, node.op_type, value)
         source = node.input[0] if node.input else ""
-        if node.op_type in REARRANGING and source in self.records and isinstance(value, np.ndarray):
+        rearranges = node.op_type in REARRANGING and node.domain in ("", "ai.onnx")
+        if rearranges and source in self.records and isinstance(value, np.ndarray):
             pending.value, pending.same_as = None, source  # its values need not be held
             pending.dtype, pending.shape = value.dtype.name, tuple(value.shape)
         self.records[name] = None
@@ -262,6 +267,11 @@ class Collector:
         if self.batch_bytes >= BATCH_BYTES or len(self.batch) >= BATCH_TENSORS:
             self.submit()
         self.node_outputs.setdefault(label, []).append(name)
+
+    def add_all(self, produced: Iterable[Produced]) -> None:
+        """Every value of a run (no reference to the last one outlives the loop)."""
+        for one in produced:
+            self.add(one)
 
     def segment_done(self, nodes: int) -> None:
         """onnxruntime is about to run the next segment: hand over what waits."""
