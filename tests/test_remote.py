@@ -119,6 +119,23 @@ def test_an_embedded_weights_model_is_walked_by_ranges_skipping_the_weights(serv
     assert tensor.stats().max == pytest.approx(float(arrays["e5"].max()))
 
 
+def test_opening_embedded_weights_by_ranges_costs_about_one_request_per_tensor(server, monkeypatch):
+    """Each request is a round trip (tens of ms to S3): the walk comes back to every
+    tensor's header (the graph's scan, the tensor's scan, its rewrite) and those returns
+    are served from what it fetched, not asked again (it made 3 requests per tensor)."""
+    from onnx_explorer.readers import protowire
+    from onnx_explorer.readers import remote as remote_reader
+
+    for module in (remote_reader, protowire):
+        monkeypatch.setattr(module, "READ_WHOLE", 0)
+    _, arrays = big_embedded_model(server.root / "r" / "model.onnx", tensors=24)
+    model = ox.load(f"{server.url}/r/model.onnx")
+    gets = [r for r in server.requests if r[0] == "GET"]
+    assert len(gets) <= 24 + 6, gets
+    assert sorted(model.graph.initializers) == sorted(arrays)
+    np.testing.assert_array_equal(model.graph.initializers["e17"].numpy(), arrays["e17"])
+
+
 def test_a_small_model_with_embedded_weights_opens_in_one_request(server):
     onnx.save(mlp(), server.root / "mlp.onnx")
     model = ox.load(f"{server.url}/mlp.onnx")
