@@ -15,12 +15,13 @@ from onnx_explorer.runs import _execute, _run
 from onnx_explorer.runs._activation_stats import (
     SAMPLE_SIZE,
     _sample_positions,
+    activation_histogram,
     activation_stats,
     fast_path,
 )
 from onnx_explorer.runs._background import Background
 from onnx_explorer.runs._ort import RunError
-from onnx_explorer.stats import array_stats
+from onnx_explorer.stats import array_stats, array_values, histogram
 
 RNG = np.random.default_rng(7)
 
@@ -221,3 +222,31 @@ def test_an_interrupt_during_a_run_is_raised_as_is(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         onnx_explorer.run(scoped_chain(2), {"x": np.ones(1, np.float32)}, segment_nodes=8)
     assert threading.active_count() == before
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param(RNG.standard_normal((4, 128, 128)).astype(np.float32), id="float32"),
+        pytest.param(np.maximum(RNG.standard_normal(200_000), 0).astype(np.float32), id="relu"),
+        pytest.param(RNG.standard_normal(70_000).astype(np.float16), id="float16"),
+        pytest.param(np.float32(1000) + RNG.random(5000).astype(np.float32), id="offset"),
+    ],
+)
+def test_activation_histograms_match_the_float64_binning(values):
+    """Binned in float32 between the statistics' min and max: the same edges as the
+    weights' histogram, every value counted, counts equal but for a value on an edge."""
+    stats = activation_stats(values)
+    got = activation_histogram(values, 48, stats)
+    want = histogram(array_values(values), 48, stats=stats)
+    np.testing.assert_allclose(got.edges, want.edges)
+    assert got.total == values.size
+    assert np.abs(got.counts - want.counts).sum() <= 2
+
+
+def test_an_activation_histogram_leaves_what_it_cannot_bin_exactly():
+    constant = np.full(100, 2.0, np.float32)
+    assert activation_histogram(constant, 10, activation_stats(constant)) is None
+    huge = np.array([-3e38, 3e38, 0], np.float32)
+    assert activation_histogram(huge, 10, activation_stats(huge)) is None
+    assert activation_histogram(np.arange(9.0), 10, activation_stats(np.arange(9.0))) is None

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from ..stats import TensorStats
+from ..stats import Histogram, TensorStats
 
 #: Values sorted for a tensor's percentiles; the median of a 1,024-value sample is within
 #: about ±1.6 percentage points of rank, p1 and p99 within about ±0.3.
@@ -168,3 +168,32 @@ def _sample_positions(n: int) -> np.ndarray:
     positions = np.unique((weyl * n).astype(np.int64))
     positions.flags.writeable = False
     return positions
+
+
+#: Past this range, differences of float32 values could overflow: binned as floats64.
+_FLOAT32_SPAN = 1e38
+
+
+def activation_histogram(value: np.ndarray, bins: int, stats: TensorStats) -> Histogram | None:
+    """The histogram of a finite float32 or float16 activation between its ``stats``'
+    min and max, binned in float32 (4× faster than the float64 binning of weights); None
+    for what it does not take (:func:`onnx_explorer.stats.histogram` then bins it).
+
+    A value within float32 rounding of a bin edge may be counted in the bin beside it,
+    which a 48-bar picture of thousands of values cannot show."""
+    low, high = stats.min, stats.max
+    if value.dtype not in _FLOATS[:2] or stats.nan or stats.inf or low is None or high is None:
+        return None
+    span = high - low
+    if not 0 < span < _FLOAT32_SPAN or not math.isfinite(bins / span):
+        return None
+    lo, scale, top = np.float32(low), np.float32(bins / span), np.float32(bins - 1)
+    flat = value.reshape(-1)
+    counts = np.zeros(bins, np.int64)
+    for start in range(0, flat.size, CHUNK):
+        # v >= min, so v - lo >= 0 exactly: truncation is the floor; max lands in the top bin
+        scaled = np.subtract(flat[start : start + CHUNK], lo, dtype=np.float32)
+        scaled *= scale
+        np.minimum(scaled, top, out=scaled)
+        counts += np.bincount(scaled.astype(np.intp), minlength=bins)
+    return Histogram(counts, np.linspace(low, high, bins + 1))

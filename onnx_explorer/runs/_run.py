@@ -12,7 +12,7 @@ import numpy as np
 
 from ..gc_pause import paused_gc
 from ..stats import Histogram, TensorStats, array_values, histogram, summarize
-from ._activation_stats import activation_stats, fast_path
+from ._activation_stats import activation_histogram, activation_stats, fast_path
 from ._background import Background
 from ._execute import Execution, Failure, Produced
 from ._feeds import check_feeds, generate_feeds, input_specs, load_feeds
@@ -350,7 +350,9 @@ def record(name: str, node: str, op_type: str, value: Any, bins: int) -> TensorR
     if value.dtype.kind in "biuf":
         stats = summary(value)
         if bins > 0:  # the range from the statistics: no second pass for min and max
-            binned = histogram(array_values(value), bins, stats=stats)
+            binned = activation_histogram(value, bins, stats)
+            if binned is None:
+                binned = histogram(array_values(value), bins, stats=stats)
     return TensorRecord(name, node, op_type, value.dtype.name, tuple(value.shape), stats, binned)
 
 
