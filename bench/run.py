@@ -10,24 +10,39 @@ where onnxruntime's run is mostly per-node overhead and every FLOP makes an acti
 byte; and wide (hidden 256, FFN 1024, 4 heads). Weights are random in an external
 ``weights.bin``; the input is ``hidden_states`` of 1×128×hidden. Each contender runs in
 a fresh process: the plain run builds one session for the model's outputs, times its
-first run, then three more (median: "plain: run"); ``onnx_explorer.run`` captures every
-tensor (streamed statistics) once and reports the time spent building its segment
-sessions apart from the rest (both import onnxruntime before the clock starts). Peak
-memory is the child's peak RSS.
+first run, then three more (median: "plain: run"). Two floors are measured beside it:
+"every tensor an output" is the same median for a copy of the model with every node
+output a graph output (what Polygraphy's ``--onnx-outputs mark all`` builds: one
+session, no statistics, every value held to the end, so over the memory budget on big
+graphs), and "capture, no statistics" is ``onnx_explorer.run`` with the statistics
+replaced by nothing (its segments, within the budget). ``onnx_explorer.run`` captures
+every tensor (streamed statistics) once, a first run, and reports reading the model,
+planning and building its segment sessions apart from the rest (every child imports
+onnxruntime before the clock starts). Peak memory is the child's peak RSS.
 Target (issue 17): capture time after session creation ≤ 2× the plain run; peak ≤ plain
 + 2× the largest activation + 64 MB.
 
-Where a capture's time goes (2,000 nodes, narrow): onnxruntime's segments 30–45 ms (a
-shared arena keeps them from faulting in fresh pages), the statistics of 163 MB of
-activations ~90 ms on the background thread (min, max, sum, sum of squares, zeros and a
-1,024-value sample each), the rest Python. The plain run is 15–25 ms for the same graph,
-so even the two passes for an exact min and max (numpy reduces ~16 GB/s on one core)
-leave the narrow graph above 2×; the wide graph's FLOPs hide more of the statistics.
-Measured for the next step: onnxruntime reducing each value in the graph itself, while it
-is in cache (ReduceMin/Max/Sum/SumSquare after each of 1,328 float outputs, one session,
-no segments), ran 2.2× (narrow) and 1.6× (wide) a plain first run, both under the same
-load; it gives no zeros, NaN counts or percentiles, which would need more nodes or a
-second pass over the tensors that turn out non-finite.
+Why the time target is out of reach with onnxruntime, measured on the narrow 2,000-node
+graph (plain run 15–17 ms):
+
+- Returning every tensor stops onnxruntime's fusions (MatMul+Add, Gelu, attention
+  parts) and makes it write each value to its own buffer: "every tensor an output",
+  with no statistics at all, is already 2.1× (34–36 ms).
+- Within the memory budget the values come out a segment at a time; a first run in a
+  fresh process faults in every page the arena grows into, and the arena hands its
+  peak back after each run: "capture, no statistics" is 6.5–6.9×.
+- The statistics of 149 MB of activations (1,540 tensors once rearranging ops reuse
+  their input's) take ~100 ms of one core: about 13 µs of Python and call overhead per
+  tensor and six passes over each (min, max, sum, sum of squares, zeros, a 1,024-value
+  sample). A second statistics thread made it slower (the GIL: most tensors are 32–256
+  KB, where numpy's calls cost as much as their work).
+- Reductions inside the graph (one session, each float output reduced while in cache)
+  cost more than numpy: ReduceMin/Max/Sum per tensor 64 ms (4×), with ReduceSumSquare
+  75 ms, with a zero count (Equal, Cast, ReduceSum) 108 ms; same-shape tensors
+  concatenated and reduced together 155 ms (onnxruntime's Sign, Concat and
+  ReduceSumSquare kernels are slow, and its per-node overhead is ~12 µs).
+- Stacking same-size small tensors into one matrix for row-wise numpy reductions, or
+  one buffer reduced with ``reduceat``: 23 and 87 µs per tensor against 27–33 alone.
 """
 
 from __future__ import annotations

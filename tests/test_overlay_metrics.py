@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -340,16 +342,9 @@ def test_built_in_series_come_from_metrics_and_the_dropdown_picks_them():
     ex.close()
 
 
-@pytest.mark.graphviz
-def test_a_dropdown_pick_computes_metrics_off_the_kernels_thread(monkeypatch):
-    """Picking "macs" before any metrics exist returns at once with a note; the colours
-    arrive when the background computation ends, and a later pick wins over it."""
-    import sys
-    import threading
-
+def _metrics_held_back(monkeypatch):
+    """metrics() made to wait for the returned Event (and the real function, to compare)."""
     metrics_package = sys.modules["onnx_explorer.metrics"]  # the attribute is the function
-    model = _mlp()
-    ex = _drawn(Explorer(model))
     release = threading.Event()
     real = metrics_package.metrics
 
@@ -358,13 +353,27 @@ def test_a_dropdown_pick_computes_metrics_off_the_kernels_thread(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(metrics_package, "metrics", slow_metrics)
+    return release, real
+
+
+def _release_metrics(release):
+    release.set()
+    for worker in [t for t in threading.enumerate() if t.name == "oxe-metrics"]:
+        worker.join(30)
+
+
+@pytest.mark.graphviz
+def test_a_dropdown_pick_computes_metrics_off_the_kernels_thread(monkeypatch):
+    """Picking "macs" before any metrics exist returns at once with a note; the colours
+    arrive when the background computation ends, and a later pick wins over it."""
+    model = _mlp()
+    ex = _drawn(Explorer(model))
+    release, real = _metrics_held_back(monkeypatch)
     ex.overlay_picker.value = "macs"  # returns while metrics wait on `release`
     assert "computing macs" in ex.overlay_note.value
     assert ex.graph_view.legend == {}
     ex.overlay_picker.value = "params"  # a second pick while the first computes
-    release.set()
-    for worker in [t for t in threading.enumerate() if t.name == "oxe-metrics"]:
-        worker.join(30)
+    _release_metrics(release)
     assert ex.graph_view.legend["title"] == "params"  # the later pick, not "macs"
     assert ex.overlay_picker.value == "params"
     assert ex.node_list._values == {k: float(v) for k, v in real(model).series("params").items()}
@@ -376,27 +385,14 @@ def test_a_dropdown_pick_computes_metrics_off_the_kernels_thread(monkeypatch):
 def test_an_overlay_from_a_cell_after_a_pick_is_not_painted_over(monkeypatch, later):
     """A dropdown pick is still computing when a cell calls ``ex.overlay(...)`` (or takes
     the colours away): when the pick's metrics arrive, the cell's overlay stays."""
-    import sys
-    import threading
-
-    metrics_package = sys.modules["onnx_explorer.metrics"]
     ex = _drawn(Explorer(_mlp()))
-    release = threading.Event()
-    real = metrics_package.metrics
-
-    def slow_metrics(*args, **kwargs):
-        release.wait(30)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(metrics_package, "metrics", slow_metrics)
+    release, _ = _metrics_held_back(monkeypatch)
     ex.overlay_picker.value = "macs"
     if later == "values":
         ex.overlay({"/enc/layer.1/MatMul": 1.0}, name="mine")
     else:
         ex.overlay(None)
-    release.set()
-    for worker in [t for t in threading.enumerate() if t.name == "oxe-metrics"]:
-        worker.join(30)
+    _release_metrics(release)
     expected = {"title": "mine"} if later == "values" else {}
     assert {k: v for k, v in ex.graph_view.legend.items() if k == "title"} == expected
     ex.close()
