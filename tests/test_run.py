@@ -407,3 +407,23 @@ def test_a_run_hands_its_peak_memory_back():
     assert done.returncode == 0, done.stderr
     grown = int(done.stdout.split()[-1])
     assert grown < 64, f"{grown} MB still held after the runs"
+
+
+def test_a_sequence_value_is_recorded_and_its_items_flow_on():
+    """SequenceConstruct → SequenceAt: the sequence is listed (no statistics: it is not a
+    tensor) and the tensor taken out of it is summarised."""
+    nodes = [
+        helper.make_node("SequenceConstruct", ["x", "x"], ["seq"], name="pack"),
+        helper.make_node("SequenceAt", ["seq", "one"], ["item"], name="take"),
+        helper.make_node("Relu", ["item"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [numpy_helper.from_array(np.array(1, np.int64), "one")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    result = ox.run(model, {"x": np.array([-1.0, 0.0, 2.0], np.float32)})
+    assert result.tensors["seq"].dtype == "sequence" and result.tensors["seq"].stats is None
+    assert result.tensors["item"].stats.min == -1.0
+    assert result.tensors["y"].stats.zeros == pytest.approx(2 / 3)

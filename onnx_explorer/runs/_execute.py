@@ -11,6 +11,13 @@ from ._ort import RunError, failing_node, make_session, short
 from ._plan import SEGMENT_BYTES, SEGMENT_NODES, Plan, segment_model
 
 
+def value_bytes(value: Any) -> int:
+    """Bytes of an array, or of a sequence's arrays."""
+    if isinstance(value, list):
+        return sum(getattr(item, "nbytes", 0) for item in value)
+    return int(getattr(value, "nbytes", 0))
+
+
 @dataclass
 class Timing:
     sessions: float = 0.0  # seconds building onnxruntime sessions (reported apart)
@@ -89,7 +96,7 @@ class Execution:
                 self.failure = Failure(self.plan.node_label(segment[0]), node.op_type, str(exc))
             return False
         for i, (name, value) in results:
-            self._made += getattr(value, "nbytes", 0)
+            self._made += value_bytes(value)
             yield Produced(i, name, value)
             live[name] = value
         # Only the values whose last reader is in this segment (not a scan of all live ones).

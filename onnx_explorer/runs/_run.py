@@ -261,6 +261,8 @@ class Collector:
         if rearranges and source in self.records and isinstance(value, np.ndarray):
             pending.value, pending.same_as = None, source  # its values need not be held
             pending.dtype, pending.shape = value.dtype.name, tuple(value.shape)
+        if isinstance(value, list):  # a sequence's record has no statistics: hold nothing
+            pending.value = []
         self.records[name] = None
         self.batch.append(pending)
         self.batch_bytes += getattr(pending.value, "nbytes", 0)
