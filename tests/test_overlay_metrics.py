@@ -398,6 +398,20 @@ def test_an_overlay_from_a_cell_after_a_pick_is_not_painted_over(monkeypatch, la
     ex.close()
 
 
+@pytest.mark.graphviz
+def test_an_overlay_refused_from_a_cell_leaves_a_pick_computing_alone(monkeypatch):
+    """``ex.overlay`` with a value that is no number raises, and the pick made before it
+    still paints when its metrics arrive (it was cancelled: "computing macs" forever)."""
+    ex = _drawn(Explorer(_mlp()))
+    release, _ = _metrics_held_back(monkeypatch)
+    ex.overlay_picker.value = "macs"
+    with pytest.raises(ValueError, match="MatMul"):
+        ex.overlay({"/enc/layer.1/MatMul": "x"})
+    _release_metrics(release)
+    assert ex.graph_view.legend["title"] == "macs"
+    ex.close()
+
+
 def _profile(path, events):
     path.write_text(json.dumps(events), encoding="utf-8")
     return path

@@ -122,45 +122,22 @@ def compare(
     plan_b, feeds_b = prepare(b, feeds_a, dims=dims, seed=seed, vocab=vocab, cast=True)
     pairs = _pairs(a, b, plan_a, plan_b)
     run_a, run_b = Execution(plan_a, feeds_a), Execution(plan_b, feeds_b)
-    a_side = _ASide(run_a.values(), set(pairs.values()))
-    names_b = {name_a: name_b for name_b, name_a in pairs.items()}
-    found: list[tuple[int, TensorComparison]] = []
-    records_a: dict[str, TensorRecord] = {}
-    records_b: dict[str, TensorRecord] = {}
-    differences: dict[str, Histogram] = {}
+    values_a, values_b = run_a.values(), run_b.values()
+    a_side = _ASide(values_a, set(pairs.values()))
     bar = _bar(len(plan_b.order)) if progress else None
     if bar is not None:
         run_b.on_segment = bar.update
     try:
-        for produced_b in run_b.values():
-            name_a = pairs.get(produced_b.name)
-            if name_a is None:
-                continue
-            held = a_side.take(name_a)  # a's partner, made by now or in a's next steps
-            if held is None:
-                continue
-            position, produced = held
-            value_a, value_b = produced.value, produced_b.value
-            label = plan_a.node_label(produced.node)
-            if bins > 0:
-                op = plan_a.graph.node[produced.node].op_type
-                records_a[name_a] = record(name_a, label, op, value_a, bins)
-                records_b[name_a] = record(produced_b.name, label, op, value_b, bins)
-                difference = _difference(value_a, value_b)
-                if difference is not None:
-                    differences[name_a] = array_histogram(difference, bins)
-            found.append(
-                (
-                    position,
-                    compare_values(name_a, names_b[name_a], label, value_a, value_b, atol, rtol),
-                )
-            )
+        found = _compare_all(values_b, a_side, pairs, plan_a, bins, atol, rtol)
         a_side.finish()  # to its end: a failure of a is reported too
+    finally:  # no value is left (onnxruntime's arena holds them) when the arena shrinks
+        values_b.close()
+        values_a.close()
+        a_side.held.clear()
         if bar is not None:
             bar.close()
-    finally:
-        shrink_shared_arena()  # both runs' values are gone
-    results = [t for _, t in sorted(found, key=lambda item: item[0])]
+        shrink_shared_arena()
+    results = [t for _, t in sorted(found.comparisons, key=lambda item: item[0])]
     matched = {t.a for t in results}
     return CompareResult(
         results,
@@ -170,9 +147,9 @@ def compare(
         unmatched_b=[n for n in _outputs(plan_b) if n not in pairs],
         failure_a=run_a.failure,
         failure_b=run_b.failure,
-        records_a=records_a,
-        records_b=records_b,
-        differences=differences,
+        records_a=found.records_a,
+        records_b=found.records_b,
+        differences=found.differences,
     )
 
 
@@ -189,6 +166,48 @@ def _bar(total: int) -> Any:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, unit="node", desc="compare")
+
+
+@dataclass
+class _Found:
+    """What comparing the pairs made: (a's position, comparison) and, with bins, records."""
+
+    comparisons: list[tuple[int, TensorComparison]] = field(default_factory=list)
+    records_a: dict[str, TensorRecord] = field(default_factory=dict)
+    records_b: dict[str, TensorRecord] = field(default_factory=dict)
+    differences: dict[str, Histogram] = field(default_factory=dict)
+
+
+def _compare_all(
+    values_b: Iterator[Produced],
+    a_side: _ASide,
+    pairs: dict[str, str],
+    plan_a: Any,
+    bins: int,
+    atol: float,
+    rtol: float,
+) -> _Found:
+    """Each value of b against its partner in a (no value outlives this call)."""
+    found = _Found()
+    names_b = {name_a: name_b for name_b, name_a in pairs.items()}
+    for produced_b in values_b:
+        name_a = pairs.get(produced_b.name)
+        held = a_side.take(name_a) if name_a is not None else None  # made by now or soon
+        if name_a is None or held is None:
+            continue
+        position, produced = held
+        value_a, value_b = produced.value, produced_b.value
+        label = plan_a.node_label(produced.node)
+        if bins > 0:
+            op = plan_a.graph.node[produced.node].op_type
+            found.records_a[name_a] = record(name_a, label, op, value_a, bins)
+            found.records_b[name_a] = record(produced_b.name, label, op, value_b, bins)
+            difference = _difference(value_a, value_b)
+            if difference is not None:
+                found.differences[name_a] = array_histogram(difference, bins)
+        comparison = compare_values(name_a, names_b[name_a], label, value_a, value_b, atol, rtol)
+        found.comparisons.append((position, comparison))
+    return found
 
 
 class _ASide:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +50,7 @@ class Execution:
     _read: set[str] = field(default_factory=set, repr=False)
     _made: int = 0  # bytes the current segment returned
 
-    def values(self) -> Iterator[Produced]:
+    def values(self) -> Generator[Produced, None, None]:
         """Every node output in execution order; on a failure, stops after the last
         value that was made and sets :attr:`failure` (a segment that fails is retried
         node by node, so the values before the failing node are still yielded)."""

@@ -195,17 +195,19 @@ def run(
     if bar is not None:
         collector.progress = bar.update
     # thousands of records and arrays, no cycles: collections would walk the user's heap
+    values = execution.values()
     with paused_gc():
         try:
-            collector.add_all(execution.values())
+            collector.add_all(values)
             result = collector.result(execution, given)
         except BaseException:  # an interrupt or our bug: it, not a statistics job, is raised
             collector.abandon()
             raise
         finally:
+            values.close()  # its live values go, even when a traceback keeps it
             if bar is not None:
                 bar.close()
-            shrink_shared_arena()  # every value the result does not hold is gone by now
+            shrink_shared_arena()  # no value but the result's own copies is left
     result.prepare_seconds = prepared
     if execution.failure is not None:
         raise RunFailedError(execution.failure.message, result)
@@ -246,7 +248,7 @@ class Collector:
         if name in self.outputs_wanted or name in self.keep:
             # onnxruntime's arrays are views of its arena: the result's own copy lets the
             # arena hand its peak back (a view would pin its chunk as long as it lives)
-            held = np.array(value) if isinstance(value, np.ndarray) else value
+            held = _own_copy(value)
             if name in self.outputs_wanted:
                 self.outputs[name] = held
             if name in self.keep:
@@ -330,6 +332,13 @@ class Collector:
             failure=execution.failure,
             node_outputs=self.node_outputs,
         )
+
+
+def _own_copy(value: Any) -> Any:
+    """An array (or a sequence's arrays) in memory of its own, not onnxruntime's arena."""
+    if isinstance(value, list):
+        return [_own_copy(item) for item in value]
+    return np.array(value) if isinstance(value, np.ndarray) else value
 
 
 @dataclass

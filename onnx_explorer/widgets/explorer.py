@@ -188,32 +188,22 @@ class Explorer(widgets.VBox):
         """
         if reduce not in REDUCES:
             raise ValueError(f"reduce must be 'sum' or 'max', not {reduce!r}")
-        with self._overlay_lock:
-            self._overlay_pick += 1  # a dropdown pick still computing must not paint over this
-            self._overlay(series_or_values, name, log, reduce, dims)
-
-    def _overlay(
-        self,
-        series_or_values: str | Mapping[str, Any] | Any,
-        name: str | None,
-        log: bool,
-        reduce: Reduce,
-        dims: Mapping[str, int] | None,
-    ) -> None:
-        if series_or_values is None:
-            self._overlay_args = None
-            self._paint(None)
-            return
+        # The values first: one that is refused must not cancel a pick still computing.
+        args: tuple[dict[str, float | None], str, bool, Reduce] | None = None
+        picked = ""
         if isinstance(series_or_values, str):
             values = self._series(series_or_values, dims)
-            label = name or series_or_values
-        else:
-            values = checked_values(series_or_values)
-            label = name or "value"
-        self._overlay_args = (values, label, bool(log), reduce)
-        self._paint(self._overlay_args)
-        picked = series_or_values if isinstance(series_or_values, str) and not name else _CUSTOM
-        self._follow_picker(picked, bool(log))
+            args = (values, name or series_or_values, bool(log), reduce)
+            picked = series_or_values if not name else _CUSTOM
+        elif series_or_values is not None:
+            args = (checked_values(series_or_values), name or "value", bool(log), reduce)
+            picked = _CUSTOM
+        with self._overlay_lock:
+            self._overlay_pick += 1  # a dropdown pick still computing must not paint over this
+            self._overlay_args = args
+            self._paint(args)
+            if args is not None:
+                self._follow_picker(picked, bool(log))
 
     def overlay_profile(
         self, path: str | os.PathLike[str], *, log: bool = False, reduce: Reduce = "sum"
