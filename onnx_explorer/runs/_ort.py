@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ def failing_node(message: str) -> str | None:
 
 
 _shared_arena: bool | None = None  # None: not tried yet
+_arena_lock = threading.RLock()
 
 
 def _use_shared_arena(ort: Any) -> bool:
@@ -59,21 +60,26 @@ def _use_shared_arena(ort: Any) -> bool:
     in onnxruntime (47 → 29 ms on the 2,000-node benchmark). Sessions opt in with
     ``session.use_env_allocators``; the user's own sessions are not affected."""
     global _shared_arena
-    if _shared_arena is None:
-        kind, memory = ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, ort.OrtMemType.DEFAULT
-        info = ort.OrtMemoryInfo("Cpu", kind, 0, memory)
-        # grow by what is asked (not to the next power of two), no cap
-        config = ort.OrtArenaCfg({"arena_extend_strategy": 1})
-        try:
-            ort.create_and_register_allocator(info, config)
-            _shared_arena = True
-        except Exception:  # already registered by the host application: use it as is
-            _shared_arena = "already" in str(sys.exc_info()[1]).lower()
-        if _shared_arena:
-            # The arena never hands back its first region: make that a small one, not
-            # the first segment's outputs (128 MB stayed allocated after such a run).
-            _tiny_run(ort.RunOptions())
+    with _arena_lock:  # two first runs at once (two threads) register it once
+        if _shared_arena is None:
+            _shared_arena = _register_shared_arena(ort)
+            if _shared_arena:
+                # The arena never hands back its first region: make that a small one, not
+                # the first segment's outputs (128 MB stayed allocated after such a run).
+                _tiny_run(ort.RunOptions())  # (re-enters: the lock is reentrant)
     return _shared_arena
+
+
+def _register_shared_arena(ort: Any) -> bool:
+    kind, memory = ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, ort.OrtMemType.DEFAULT
+    info = ort.OrtMemoryInfo("Cpu", kind, 0, memory)
+    # grow by what is asked (not to the next power of two), no cap
+    config = ort.OrtArenaCfg({"arena_extend_strategy": 1})
+    try:
+        ort.create_and_register_allocator(info, config)
+        return True
+    except Exception as exc:  # already registered by the host application: use it as is
+        return "already" in str(exc).lower()
 
 
 _tiny_session: Any = None  # a one-value session over the shared arena, made once
