@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import Histogram, array_histogram
+from ..stats import BLOCK_ELEMENTS, Histogram, ValueStream, histogram
 from ._execute import Execution, Failure, Produced
 from ._ort import shrink_shared_arena
 from ._run import TensorRecord, prepare, record
@@ -153,13 +153,23 @@ def compare(
     )
 
 
-def _difference(a: Any, b: Any) -> np.ndarray | None:
+def _difference(a: Any, b: Any) -> ValueStream | None:
+    """b − a in float64, made a block at a time (for its histogram): never a whole array
+    beside the two values."""
     if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray) or a.shape != b.shape:
         return None
     if a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
         return None
-    with np.errstate(invalid="ignore", over="ignore"):  # inf − inf is NaN: counted as such
-        return b.astype(np.float64) - a.astype(np.float64)
+    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
+
+    def blocks() -> Iterator[tuple[int, np.ndarray]]:
+        for start in range(0, flat_a.size, BLOCK_ELEMENTS):
+            stop = start + BLOCK_ELEMENTS
+            with np.errstate(invalid="ignore", over="ignore"):  # inf − inf: NaN, counted
+                block = flat_b[start:stop].astype(np.float64) - flat_a[start:stop]
+            yield start, block
+
+    return ValueStream(blocks, flat_a.size, is_float=True)
 
 
 def _bar(total: int) -> Any:
@@ -204,7 +214,7 @@ def _compare_all(
             found.records_b[name_a] = record(produced_b.name, label, op, value_b, bins)
             difference = _difference(value_a, value_b)
             if difference is not None:
-                found.differences[name_a] = array_histogram(difference, bins)
+                found.differences[name_a] = histogram(difference, bins)
         comparison = compare_values(name_a, names_b[name_a], label, value_a, value_b, atol, rtol)
         found.comparisons.append((position, comparison))
     return found
