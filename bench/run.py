@@ -27,10 +27,10 @@ graph (plain run 15–17 ms):
 
 - Returning every tensor stops onnxruntime's fusions (MatMul+Add, Gelu, attention
   parts) and makes it write each value to its own buffer: "every tensor an output",
-  with no statistics at all, is already 2.0–2.2× (34–38 ms; 2.7× at 20,000 nodes).
+  with no statistics at all, is already 2.0–2.2× (34–38 ms; 2.6–2.7× at 20,000 nodes).
 - Within the memory budget the values come out a segment at a time; a first run in a
   fresh process faults in every page the arena grows into, and the arena hands its
-  peak back after each run: "capture, no statistics" is 5.3–6.9×.
+  peak back after each run: "capture, no statistics" is 4.3–6.9×.
 - The statistics of 149 MB of activations (1,540 tensors once rearranging ops reuse
   their input's) take ~100 ms of one core: about 13 µs of Python and call overhead per
   tensor and six passes over each (min, max, sum, sum of squares, zeros, a 1,024-value
