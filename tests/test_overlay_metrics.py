@@ -412,6 +412,31 @@ def test_an_overlay_refused_from_a_cell_leaves_a_pick_computing_alone(monkeypatc
     ex.close()
 
 
+@pytest.mark.graphviz
+def test_a_pick_made_while_a_worker_moves_the_dropdown_is_not_ignored():
+    """A pick's worker moves the dropdown to follow what it painted; a user's pick on the
+    kernel's thread at that moment is a pick (the flag that tells them apart is per
+    thread), not a move to ignore."""
+    ex = _drawn(Explorer(_mlp()))
+    ex.metrics()  # computed: the pick below paints at once
+    moving, done = threading.Event(), threading.Event()
+
+    def worker_following():
+        ex._picking_overlay = True
+        moving.set()
+        done.wait(10)
+        ex._picking_overlay = False
+
+    worker = threading.Thread(target=worker_following)
+    worker.start()
+    moving.wait(10)
+    ex.overlay_picker.value = "params"
+    done.set()
+    worker.join(10)
+    assert ex.graph_view.legend["title"] == "params"
+    ex.close()
+
+
 def _profile(path, events):
     path.write_text(json.dumps(events), encoding="utf-8")
     return path

@@ -109,7 +109,10 @@ class Explorer(widgets.VBox):
         self._overlay_pick = 0  # overlays asked for: a pick still computing loses to later ones
         self._overlay_lock = threading.RLock()  # a pick's worker paints, or a cell's overlay()
         self._overlay_args: tuple[dict[str, float | None], str, bool, Reduce] | None = None
-        self._picking_overlay = False  # the dropdown follows a call: not a user's pick
+        # Set while this thread moves the dropdown to follow an overlay (not a user's pick).
+        # Per thread: traitlets observers run in the thread that sets the value, and a
+        # pick's worker following the dropdown must not make the kernel ignore a real pick.
+        self._following = threading.local()
         self.overlay_picker.observe(self._on_overlay_picked, "value")
         self.overlay_log.observe(self._on_overlay_log, "value")
         self._update_breadcrumb()
@@ -274,6 +277,14 @@ class Explorer(widgets.VBox):
         self.graph_view.set_overlay(overlay_for)
         self.node_list.set_values(values, label)
         self.attribute_panel.set_values(values, label)
+
+    @property
+    def _picking_overlay(self) -> bool:
+        return bool(getattr(self._following, "active", False))
+
+    @_picking_overlay.setter
+    def _picking_overlay(self, active: bool) -> None:
+        self._following.active = active
 
     def _follow_picker(self, value: str, log: bool) -> None:
         self._picking_overlay = True
