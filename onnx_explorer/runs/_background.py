@@ -55,4 +55,4 @@ class Background:
             future.cancel()
         self._waiting.clear()
         self._bytes = 0
-        self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)  # (also one taken off the queue)
