@@ -129,6 +129,13 @@ def test_a_sampled_tensor_sorts_about_sample_size_values(n):
     assert np.diff(positions).max() <= 3 * n / SAMPLE_SIZE  # no stretch left unseen
 
 
+def test_ml_dtypes_reusing_numpy_type_codes_are_left_to_summarize():
+    """float8_e4m3b11fnuz's type code is uint64's ("L"): it is not summarised as integers."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    assert not fast_path(np.zeros(3, ml_dtypes.float8_e4m3b11fnuz))
+    assert not fast_path(np.zeros(3, ml_dtypes.bfloat16))
+
+
 def test_other_dtypes_are_left_to_summarize():
     assert not fast_path(np.array([True, False]))
     assert not fast_path(np.array(["a"]))

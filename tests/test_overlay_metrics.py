@@ -437,6 +437,33 @@ def test_a_pick_made_while_a_worker_moves_the_dropdown_is_not_ignored():
     ex.close()
 
 
+@pytest.mark.graphviz
+def test_a_pick_made_while_a_worker_computes_its_values_wins(monkeypatch):
+    """The user picks "macs" (computed on a worker), then "params" while the worker is
+    still making the macs values: the later pick is what stays painted."""
+    ex = _drawn(Explorer(_mlp()))
+    release, _ = _metrics_held_back(monkeypatch)
+    in_series, go_on = threading.Event(), threading.Event()
+    real_series = ex._series
+
+    def series(name, dims=None):
+        if threading.current_thread().name == "oxe-metrics":
+            in_series.set()
+            go_on.wait(3)
+        return real_series(name, dims)
+
+    monkeypatch.setattr(ex, "_series", series)
+    ex.overlay_picker.value = "macs"
+    release.set()
+    assert in_series.wait(10)
+    ex.overlay_picker.value = "params"  # metrics are computed now: painted at once
+    go_on.set()
+    _release_metrics(release)
+    assert ex.graph_view.legend["title"] == "params"
+    assert ex.overlay_picker.value == "params"
+    ex.close()
+
+
 def _profile(path, events):
     path.write_text(json.dumps(events), encoding="utf-8")
     return path

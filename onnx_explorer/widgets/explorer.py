@@ -38,6 +38,8 @@ TAB_NODES, TAB_TENSORS, TAB_MODEL = 0, 1, 2
 #: The per-node series :func:`onnx_explorer.metrics` computes, offered in the dropdown.
 BUILT_IN_SERIES = ("macs", "params", "activation_bytes", "param_bytes")
 _CUSTOM = "(custom)"
+#: What an overlay paints: values per node, the legend's label, a log scale, the scopes' reduce.
+_OverlayArgs = tuple[dict[str, float | None], str, bool, Reduce]
 #: Names of unmatched profile entries listed in the note at most.
 UNMATCHED_LISTED = 12
 
@@ -108,7 +110,7 @@ class Explorer(widgets.VBox):
         self._metrics_lock = threading.Lock()  # one computation, whichever thread asks first
         self._overlay_pick = 0  # overlays asked for: a pick still computing loses to later ones
         self._overlay_lock = threading.RLock()  # a pick's worker paints, or a cell's overlay()
-        self._overlay_args: tuple[dict[str, float | None], str, bool, Reduce] | None = None
+        self._overlay_args: _OverlayArgs | None = None
         # Set while this thread moves the dropdown to follow an overlay (not a user's pick).
         # Per thread: traitlets observers run in the thread that sets the value, and a
         # pick's worker following the dropdown must not make the kernel ignore a real pick.
@@ -192,21 +194,33 @@ class Explorer(widgets.VBox):
         if reduce not in REDUCES:
             raise ValueError(f"reduce must be 'sum' or 'max', not {reduce!r}")
         # The values first: one that is refused must not cancel a pick still computing.
-        args: tuple[dict[str, float | None], str, bool, Reduce] | None = None
-        picked = ""
-        if isinstance(series_or_values, str):
-            values = self._series(series_or_values, dims)
-            args = (values, name or series_or_values, bool(log), reduce)
-            picked = series_or_values if not name else _CUSTOM
-        elif series_or_values is not None:
-            args = (checked_values(series_or_values), name or "value", bool(log), reduce)
-            picked = _CUSTOM
+        args, picked = self._overlay_request(series_or_values, name, log, reduce, dims)
         with self._overlay_lock:
             self._overlay_pick += 1  # a dropdown pick still computing must not paint over this
-            self._overlay_args = args
-            self._paint(args)
-            if args is not None:
-                self._follow_picker(picked, bool(log))
+            self._show_overlay(args, picked, log)
+
+    def _overlay_request(
+        self,
+        series_or_values: str | Mapping[str, Any] | Any,
+        name: str | None,
+        log: bool,
+        reduce: Reduce,
+        dims: Mapping[str, int] | None = None,
+    ) -> tuple[_OverlayArgs | None, str]:
+        """What to paint (None: no colours) and what the dropdown then shows."""
+        if isinstance(series_or_values, str):
+            values = self._series(series_or_values, dims)
+            picked = series_or_values if not name else _CUSTOM
+            return (values, name or series_or_values, bool(log), reduce), picked
+        if series_or_values is not None:
+            return (checked_values(series_or_values), name or "value", bool(log), reduce), _CUSTOM
+        return None, ""
+
+    def _show_overlay(self, args: _OverlayArgs | None, picked: str, log: bool) -> None:
+        self._overlay_args = args
+        self._paint(args)
+        if args is not None:
+            self._follow_picker(picked, bool(log))
 
     def overlay_profile(
         self, path: str | os.PathLike[str], *, log: bool = False, reduce: Reduce = "sum"
@@ -305,23 +319,29 @@ class Explorer(widgets.VBox):
         if self._picking_overlay or change["new"] == _CUSTOM:
             return
         series = change["new"] or None
-        self._overlay_pick += 1
+        with self._overlay_lock:
+            self._overlay_pick += 1
+            pick = self._overlay_pick
         if series in BUILT_IN_SERIES and () not in self._metrics:
             self.overlay_note.value = h.STYLE + h.muted(f"computing {series} …")
             worker = threading.Thread(
-                target=self._apply_pick, args=(series, self._overlay_pick), name="oxe-metrics"
+                target=self._apply_pick, args=(series, pick), name="oxe-metrics"
             )  # not a daemon: the interpreter never stops it midway at exit
             worker.start()
         else:
-            self._apply_pick(series, self._overlay_pick)
+            self._apply_pick(series, pick)
 
     def _apply_pick(self, series: str | None, pick: int) -> None:
+        """Paint pick number ``pick`` unless a later pick or overlay() came since: the
+        check and the paint in one step under the lock (values computed before it)."""
         try:
             if series is not None:
                 self.metrics()  # the slow part, cached
+            log = self.overlay_log.value
+            args, picked = self._overlay_request(series, None, log, "sum")
             with self._overlay_lock:
-                if pick == self._overlay_pick:  # else a later overlay has been asked for
-                    self.overlay(series, log=self.overlay_log.value)
+                if pick == self._overlay_pick:
+                    self._show_overlay(args, picked, log)
         except Exception as exc:  # a dropdown pick must not raise into the front end
             self.overlay_note.value = h.STYLE + h.muted(f"cannot colour by {series}: {exc}")
 
