@@ -332,10 +332,11 @@ def test_explorer_run_shows_the_selected_nodes_activations_and_jumps_to_the_nan(
     path = tmp_path / "nan.onnx"
     onnx.save(nan_model(), path)
     ex = ox.explore(path)
+    assert ex.jump_to_problem() is None  # nothing run yet
     result = ex.run({"x": np.array([[1, -1, 2, 0]], np.float32)}, progress=False)
     panel = ex._activation_panel
     assert result.first_nonfinite == "divide_by_itself"
-    panel.jump_to_problem()
+    assert ex.jump_to_problem() == "divide_by_itself"
     assert ex.selected_name == "divide_by_itself"
     assert "2 NaN" in panel.details.value and "<svg" in panel.details.value
     ex.select("relu")
@@ -350,8 +351,7 @@ def test_explorer_compare_shows_both_sides_and_the_difference(tmp_path):
     ex = ox.explore(path)
     result = ex.compare(half, progress=False)
     panel = ex._activation_panel
-    panel.jump_to_problem()
-    assert ex.selected_name == result.first_beyond.node == "fc1"
+    assert ex.jump_to_problem() == ex.selected_name == result.first_beyond.node == "fc1"
     html = panel.details.value
     assert "h vs h" in html and "a: h" in html and "b: h" in html and "b − a" in html
     assert set(panel.overlay_values("error vs other")) == {"fc1", "act", "fc2"}
