@@ -174,7 +174,7 @@ def _sample_positions(n: int) -> np.ndarray:
     return positions
 
 
-#: Past this range, differences of float32 values could overflow: binned as floats64.
+#: Past this range, differences of float32 values could overflow: binned in float64.
 _FLOAT32_SPAN = 1e38
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 

@@ -40,11 +40,8 @@ class Background:
 
     def results(self) -> Iterator[Any]:
         """Every job's result in submission order (waits for all; re-raises a job's error)."""
-        while self._waiting:
-            future, nbytes = self._waiting.popleft()
-            future.exception()
-            self._done.append(future)
-            self._bytes -= nbytes
+        while self._waiting:  # a blocking collect waits for one job, then takes the done ones
+            self._collect(block=True, need=0)
         done, self._done = self._done, []
         for future in done:
             yield future.result()

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import BLOCK_ELEMENTS, Histogram, ValueStream, histogram
+from ..stats import Histogram, ValueStream, histogram
 from ._execute import Execution, Failure, Produced
 from ._ort import shrink_shared_arena
 from ._run import TensorRecord, prepare, record
@@ -163,8 +163,8 @@ def _difference(a: Any, b: Any) -> ValueStream | None:
     flat_a, flat_b = a.reshape(-1), b.reshape(-1)
 
     def blocks() -> Iterator[tuple[int, np.ndarray]]:
-        for start in range(0, flat_a.size, BLOCK_ELEMENTS):
-            stop = start + BLOCK_ELEMENTS
+        for start in range(0, flat_a.size, _BLOCK):
+            stop = start + _BLOCK
             with np.errstate(invalid="ignore", over="ignore"):  # inf − inf: NaN, counted
                 block = flat_b[start:stop].astype(np.float64) - flat_a[start:stop]
             yield start, block

@@ -243,8 +243,9 @@ class Collector:
         self.batch_bytes = 0
         self.made: dict[str, TensorRecord] = {}  # written by the background thread only
         self.progress: Callable[[int], Any] | None = None
-        # per node: label, op type and, for a rearranging op, the input it rearranges
-        self.nodes = [_node_facts(the_plan, i) for i in range(len(the_plan.graph.node))]
+        # per node, made when its first output is captured: label, op type and, for a
+        # rearranging op, the input it rearranges (no protobuf reads per value)
+        self.nodes: dict[int, tuple[str, str, str]] = {}
 
     def add(self, produced: Produced) -> None:
         name, value = produced.name, produced.value
@@ -258,7 +259,10 @@ class Collector:
                 self.values[name] = held
         if not self.select(name):
             return
-        label, op_type, source = self.nodes[produced.node]
+        facts = self.nodes.get(produced.node)
+        if facts is None:
+            facts = self.nodes[produced.node] = _node_facts(self.plan, produced.node)
+        label, op_type, source = facts
         pending = _Pending(name, label, op_type, value)
         if source and source in self.records and isinstance(value, np.ndarray):
             pending.value, pending.same_as = None, source  # its values need not be held

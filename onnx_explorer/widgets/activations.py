@@ -103,12 +103,14 @@ class ActivationPanel(widgets.VBox):
             return self.result.failure.node if self.result.failure else None
         return None
 
-    def jump_to_problem(self) -> None:
+    def jump_to_problem(self) -> str | None:
+        """Select the problem node (see :meth:`problem_node`) and return its name."""
         node = self.problem_node()
         if node is not None and self.explorer.graph_path != "/":
             self.explorer.show_graph("/")
         if node is not None and self.explorer.graph.has_node(node):
             self.explorer.select(node)
+        return node
 
     def overlay_values(self, kind: str) -> dict[str, float] | None:
         if kind == OVERLAY_MAX_ABS and self.result is not None:

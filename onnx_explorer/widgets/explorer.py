@@ -370,10 +370,7 @@ class Explorer(widgets.VBox):
         with a NaN or Inf (or the node that failed), or the first beyond tolerance, as the
         activations panel's button does. Returns its name, or None when there is none."""
         panel = getattr(self, "_activation_panel", None)
-        node = None if panel is None else panel.problem_node()
-        if panel is not None:
-            panel.jump_to_problem()
-        return node
+        return None if panel is None else panel.jump_to_problem()
 
     def save(self, path: str | os.PathLike[str], timeout: float = 60.0) -> Path:
         """Save the graph view shown now as ``.svg``, ``.png`` or ``.dot`` (by the suffix)."""
