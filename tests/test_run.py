@@ -61,6 +61,9 @@ def test_the_node_that_produces_nan_is_reported_exactly():
     assert result.stats["q"].nan == 4 and result.stats["r"].nan == 0
     assert list(result.tensors) == ["r", "q", "y"]  # execution order
     assert result.outputs["y"].shape == (2, 4)
+    timing = json.loads(result.to_json())  # setup reported apart from the runs
+    assert timing["prepare_seconds"] > 0 and timing["session_seconds"] > 0
+    assert timing["run_seconds"] > 0
 
 
 def test_stats_are_the_same_class_and_numbers_as_for_weights():
