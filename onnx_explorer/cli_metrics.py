@@ -95,11 +95,17 @@ def _footer(result: Metrics) -> list[str]:
     if unknown["macs"] or unknown["activation_bytes"]:
         lines.append(
             f"unknown: MACs of {unknown['macs']:,} nodes, activation bytes of "
-            f"{unknown['activation_bytes']:,} nodes (shapes not known; not counted above)"
+            f"{unknown['activation_bytes']:,} nodes (not counted above)"
         )
-    if result.assumed_dims:
-        names = ", ".join(terminal_safe(d) for d in result.assumed_dims)
-        lines.append(f"assumed 1 for unbound dims: {names} (bind them with --dims NAME=SIZE)")
+    if result.unknown_ops:
+        ops = ", ".join(f"{terminal_safe(op)} ×{n}" for op, n in result.unknown_ops.items())
+        lines.append(f"no MAC rule for: {shorten(ops, 300)}")
+    if result.unresolved_dims:
+        names = shorten(", ".join(terminal_safe(d) for d in result.unresolved_dims), 200)
+        lines.append(f"sizes no inference or run could find: {names}")
+    if result.assumed_line:
+        lines.append(terminal_safe(result.assumed_line).replace("dims={", "--dims {"))
+    lines.append(f"shapes from: {result.shapes_from}")
     lines.extend(f"note: {terminal_safe(note)}" for note in result.notes)
     return lines
 
@@ -140,8 +146,9 @@ def register(sub: Any, add_common: Callable[[argparse.ArgumentParser], None]) ->
     )
     add_common(parser)
     parser.add_argument("--dims", metavar="NAME=SIZE,...",
-                        help="sizes of symbolic dimensions, e.g. batch=1,sequence=128 "
-                             "(unbound ones count as 1)")  # fmt: skip
+                        help="sizes of the inputs' symbolic dimensions, e.g. "
+                             "batch=1,height=640 (unbound ones: a default per kind, "
+                             "said in the output)")  # fmt: skip
     parser.add_argument("--sort", choices=SORT_KEYS, default="macs",
                         help="row order (default macs, largest first; file: stored)")  # fmt: skip
     parser.add_argument("--top", type=int, metavar="N",

@@ -12,10 +12,12 @@ imported. Views and the report are imported on first use, keeping
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .model import Graph, Model, install_facades
+from .errors import ExplorerError
+from .model import Graph, InferredTypes, Model, install_facades
 
 
 class _Facades:
@@ -40,6 +42,21 @@ class _Facades:
         from .report import weights_report
 
         return weights_report(model, **options)
+
+    def observed_types(
+        self, model: Model, input_shapes: Mapping[str, tuple[int, ...]]
+    ) -> InferredTypes:
+        if model.format != "onnx":
+            return InferredTypes({}, f"no onnxruntime run for {model.format} models")
+        try:
+            from .runs import observed_shapes
+        except ImportError as exc:  # onnx missing: nothing to run
+            return InferredTypes({}, f"no run: {exc}")
+        try:
+            found = observed_shapes(model, input_shapes)
+        except ExplorerError as exc:  # onnxruntime missing, the run failed, bad feeds
+            return InferredTypes({}, str(exc).splitlines()[0])
+        return InferredTypes({id(model.graph): found})
 
 
 install_facades(_Facades())

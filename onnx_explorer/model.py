@@ -607,6 +607,15 @@ class InferredTypes:
     error: str | None = None  # why inference found nothing (it never raises)
 
 
+class TypeInference(Protocol):
+    """A reader's type inference: every graph's value types, the inputs bound to
+    ``input_shapes`` when given (never raises)."""
+
+    def __call__(
+        self, model: Model, input_shapes: Mapping[str, tuple[int, ...]] | None
+    ) -> InferredTypes: ...
+
+
 class Model:
     """A model file opened read-only. Build one with :func:`onnx_explorer.load`."""
 
@@ -627,7 +636,7 @@ class Model:
         functions: tuple[Function, ...] = (),
         data_files: DataFiles | None = None,
         source: Any = None,
-        type_inference: Callable[[Model], InferredTypes] | None = None,
+        type_inference: TypeInference | None = None,
     ) -> None:
         self.graph = graph
         self.format = format  # "onnx" or "graphdef"
@@ -648,6 +657,10 @@ class Model:
         # The format's own type inference, set by the reader (slow: see inferred_types()).
         self.type_inference = type_inference
         self._inferred: InferredTypes | None = None
+        self._inferred_bound: dict[tuple[Any, ...], InferredTypes] = {}
+        # Input sizes the user chose for this model (see bind() and onnx_explorer.bindings).
+        self.bound_dims: Mapping[str, int] = MappingProxyType({})
+        self.bound_input_shapes: Mapping[str, tuple[int, ...]] = MappingProxyType({})
         self._inferring = threading.Lock()
         self._graphs: dict[str, Graph] | None = None
         for g in _built_graphs([graph, *(f.graph for f in functions)]):
@@ -668,13 +681,32 @@ class Model:
         if self._data_files is not None:
             self._data_files.close()
 
-    def inferred_types(self) -> InferredTypes:
-        """The format's type inference over every graph, run once per model (never raises).
+    def inferred_types(
+        self, input_shapes: Mapping[str, tuple[int, ...]] | None = None
+    ) -> InferredTypes:
+        """The format's type inference over every graph, run once per model and per set of
+        input shapes (never raises).
 
-        The drawing's layout thread, the attribute panel and :func:`onnx_explorer.metrics`
-        all ask here: a second caller waits for the run under way (bounded by the reader's
-        time limit) instead of starting another.
+        ``input_shapes`` (input name → concrete shape, see :mod:`onnx_explorer.bindings`)
+        binds the inputs first, so derived sizes propagate as numbers. The drawing's layout
+        thread, the attribute panel and :func:`onnx_explorer.metrics` all ask here: a
+        second caller waits for the run under way (bounded by the reader's time limit)
+        instead of starting another.
         """
+        if input_shapes:
+            key = tuple(sorted((k, tuple(v)) for k, v in input_shapes.items()))
+            with self._inferring:
+                found = self._inferred_bound.get(key)
+                if found is None:
+                    found = (
+                        InferredTypes({}, f"no shape inference for {self.format} models")
+                        if self.type_inference is None
+                        else self.type_inference(self, dict(key))
+                    )
+                    if len(self._inferred_bound) >= 8:  # a few bindings, not every one tried
+                        self._inferred_bound.pop(next(iter(self._inferred_bound)))
+                    self._inferred_bound[key] = found
+                return found
         found = self._inferred
         if found is not None:
             return found
@@ -683,7 +715,7 @@ class Model:
                 self._inferred = (
                     InferredTypes({}, f"no shape inference for {self.format} models")
                     if self.type_inference is None
-                    else self.type_inference(self)
+                    else self.type_inference(self, None)
                 )
             return self._inferred
 
@@ -691,6 +723,34 @@ class Model:
     def has_inferred_types(self) -> bool:
         """True once :meth:`inferred_types` has run (asking is free from then on)."""
         return self._inferred is not None
+
+    def bind(
+        self,
+        dims: Mapping[str, int] | None = None,
+        input_shapes: Mapping[str, Sequence[int]] | None = None,
+    ) -> None:
+        """Choose the sizes of the inputs' symbolic dims for every view of this model: edge
+        labels, the attribute panel, :func:`onnx_explorer.metrics` and overlays (a call's own
+        ``dims=`` still wins). ``dims``: symbol → size (``{"batch": 8, "height": 320}``);
+        ``input_shapes``: input name → whole shape, for inputs declared ``?`` or ``-1``.
+        Checked when first used (:func:`onnx_explorer.bindings.bind_inputs`)."""
+        self.bound_dims = MappingProxyType(dict(dims or {}))
+        self.bound_input_shapes = MappingProxyType(
+            {str(k): tuple(v) for k, v in (input_shapes or {}).items()}
+        )
+
+    def observed_types(self, input_shapes: Mapping[str, tuple[int, ...]]) -> InferredTypes:
+        """The main graph's value types seen in one onnxruntime run on generated inputs of
+        ``input_shapes`` (needs ``onnx_explorer[run]``): the reference where shape
+        inference stops. Never raises: an ``error`` says why there are none."""
+        key = ("observed", *sorted((k, tuple(v)) for k, v in input_shapes.items()))
+        with self._inferring:
+            found = self._inferred_bound.get(key)  # type: ignore[arg-type]
+        if found is None:
+            found = _facades().observed_types(self, input_shapes)
+            with self._inferring:
+                self._inferred_bound[key] = found  # type: ignore[index]
+        return found
 
     def function(self, domain: str, name: str) -> Function | None:
         return self._functions_by_key.get((domain, name))
@@ -804,6 +864,10 @@ class Facades(Protocol):
     ) -> Path: ...
 
     def weights_report(self, model: Model, options: dict[str, Any]) -> Any: ...
+
+    def observed_types(
+        self, model: Model, input_shapes: Mapping[str, tuple[int, ...]]
+    ) -> InferredTypes: ...
 
 
 _FACADES: Facades | None = None

@@ -175,9 +175,9 @@ def test_normal_models_get_their_shapes_from_the_child(one_second_limit, monkeyp
 def test_one_model_is_inferred_once_however_many_threads_ask(one_second_limit, monkeypatch):
     started: list[int] = []
 
-    def counting(data, time_limit=None):
+    def counting(data, time_limit=None, data_prop=False):
         started.append(1)
-        return infer_in_child(data, time_limit)
+        return infer_in_child(data, time_limit, data_prop=data_prop)
 
     monkeypatch.setattr(inference_child, "infer_in_child", counting)
     model = ox.load(_einsum_model(HOSTILE_EQUATION))
@@ -417,7 +417,7 @@ def test_a_worker_orphaned_in_an_endless_inference_ends_by_itself():
     )  # fmt: skip
     try:
         assert worker.stdin is not None
-        worker.stdin.write(inference_child._REQUEST.pack(0.5, len(data)) + data)
+        worker.stdin.write(inference_child._REQUEST.pack(0.5, len(data), False) + data)
         worker.stdin.flush()
         assert worker.wait(HANG_GUARD) == -signal.SIGALRM
     finally:

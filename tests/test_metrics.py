@@ -240,7 +240,7 @@ def test_if_bodies_count_toward_their_node():
         [node], {"cond": (TensorProto.BOOL, []), "X": [1, 4]}, {"Y": [1, 4]}, {"W": _w(4, 4)}
     )
     (row,) = ox.metrics(model).rows
-    assert row["macs"] == 2 * 16  # each branch once
+    assert row["macs"] == 16  # the larger branch: one of them runs
     assert row["params"] == 16  # the weight both branches read, once
 
 
@@ -259,10 +259,13 @@ def test_symbolic_dims_take_the_bound_sizes():
     assert result.assumed_dims == ()
 
 
-def test_unbound_dims_count_as_one_and_are_listed():
+def test_unbound_input_dims_take_a_default_by_kind_said_in_one_line():
     result = ox.metrics(_symbolic(), dims={"batch": 2})
-    assert result.rows[0]["macs"] == 2 * 1 * 2 * 4
+    assert result.rows[0]["macs"] == 2 * 128 * 2 * 4  # sequence: 128 by default
     assert result.assumed_dims == ("sequence",)
+    assert result.assumed_line == (
+        "assumed input sizes: sequence=128 (sequence); bind them with dims={'sequence': 128}"
+    )
 
 
 def test_unknown_shapes_give_none_not_zero_and_are_counted():
@@ -385,9 +388,9 @@ def test_cli_prints_the_heaviest_nodes_and_the_totals(tmp_path, capsys):
     path = _save(_symbolic(), tmp_path)
     assert main(["metrics", str(path), "--dims", "batch=2"]) == 0
     out = capsys.readouterr().out
-    assert "/enc/MatMul" in out and "16" in out  # 2 × 1 × 2 × 4 MACs
+    assert "/enc/MatMul" in out and "2.0k" in out  # 2 × 128 × 2 × 4 MACs
     assert "total: 1 nodes" in out
-    assert "assumed 1 for unbound dims: sequence" in out
+    assert "assumed input sizes: sequence=128 (sequence); bind them with --dims" in out
 
 
 def test_cli_json_and_scope_rows(tmp_path, capsys):
@@ -499,12 +502,12 @@ def test_the_drawing_and_metrics_share_one_shape_inference_run():
     runs = []
     inference = model.type_inference
 
-    def counted(m):
+    def counted(m, input_shapes=None):
         runs.append(1)
-        return inference(m)
+        return inference(m, input_shapes)
 
     model.type_inference = counted
     _types, note = value_types(model.graph, model)
-    assert note is None
+    assert note.startswith("assumed input sizes: batch=1 (batch), sequence=128 (sequence)")
     rows = ox.metrics(model).rows
     assert any(r["macs"] for r in rows) and len(runs) == 1

@@ -28,6 +28,9 @@ def _embedded_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+ASSUMED = "assumed input sizes: batch=1 (batch); bind them with dims={'batch': 1}"
+
+
 def test_inference_sees_dims_of_cut_weights_and_values_of_small_ones(tmp_path):
     path = tmp_path / "m.onnx"
     onnx.save(_embedded_model(), path)
@@ -36,9 +39,9 @@ def test_inference_sees_dims_of_cut_weights_and_values_of_small_ones(tmp_path):
     assert w.raw_data.startswith(MAGIC)  # the reader left a marker in place of the bytes
 
     types, note = value_types(model.graph, model, infer=True)
-    assert note is None
-    assert types.get("h").shape == ("batch", 64)  # from W's dims alone
-    assert types.get("y").shape == ("batch", 8, 8)  # Reshape read the kept target values
+    assert note == ASSUMED  # edges show sizes: batch bound to its default, said aloud
+    assert types.get("h").shape == (1, 64)  # from W's dims alone
+    assert types.get("y").shape == (1, 8, 8)  # Reshape read the kept target values
     # The model's own proto is untouched: inference worked on a copy.
     assert w.raw_data.startswith(MAGIC) and w.data_location == TensorProto.DEFAULT
 
@@ -47,17 +50,29 @@ def test_in_memory_protos_keep_their_weights():
     proto = _embedded_model()
     model = ox.load(proto)
     types, note = value_types(model.graph, model, infer=True)
-    assert note is None and types.get("y").shape == ("batch", 8, 8)
+    assert note == ASSUMED and types.get("y").shape == (1, 8, 8)
     assert len(proto.graph.initializer[0].raw_data) == 64 * 64 * 4
 
 
-def test_declared_types_come_first_and_results_are_cached():
+def test_bound_sizes_replace_stale_declared_symbols_and_results_are_cached():
     proto = _embedded_model()
     proto.graph.value_info.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, ["n", 64]))
     model = ox.load(proto)
     types, _ = value_types(model.graph, model)
-    assert types.get("h").shape == ("n", 64)
+    assert types.get("h").shape == (1, 64)  # "n" was the exporter's name: batch is bound
     assert inferred_types(model) is inferred_types(model)
+    model.bind(dims={"batch": 8})
+    types, note = value_types(model.graph, model)
+    assert types.get("y").shape == (8, 8, 8) and note is None
+
+
+def test_a_fixed_model_keeps_the_declared_types_first():
+    proto = _embedded_model()
+    proto.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2
+    proto.graph.value_info.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, [2, 64]))
+    model = ox.load(proto)
+    types, note = value_types(model.graph, model)
+    assert note is None and types.get("h").shape == (2, 64) and types.get("y").shape == (2, 8, 8)
 
 
 def test_failed_inference_is_a_note_not_an_error():
@@ -78,4 +93,4 @@ def test_large_graphs_skip_inference_unless_asked(monkeypatch):
     types, note = value_types(model.graph, model)
     assert note is not None and "infer_shapes=True" in note and types.get("y").shape is None
     types, note = value_types(model.graph, model, infer=True)
-    assert note is None and types.get("y").shape == ("batch", 8, 8)
+    assert note == ASSUMED and types.get("y").shape == (1, 8, 8)

@@ -18,9 +18,16 @@ Conventions (the same as onnx-tool's for the ops that carry the compute):
   ``R``, for every time step, batch row and direction.
 - Attention (com.microsoft): the input projection when the op holds its weights,
   plus ``Q @ K^T`` and ``scores @ V``.
-- Every other op costs 0 MACs: data movement and shape ops (Reshape, Transpose,
-  Gather, Concat, Cast…) and ops with no rule yet. A missing rule is one more entry
-  in :data:`ONNX_RULES` or :data:`GRAPHDEF_RULES`.
+- Spectral ops: ``DFT`` costs the transformed length per output value (real and
+  imaginary parts counted apart), ``STFT`` the frame length per output value: the
+  direct transform, not an FFT's ``n log n``.
+- Data movement and shape ops (Reshape, Transpose, Gather, Concat, Cast…) cost 0
+  (:data:`FREE`). An op with no rule is *unknown* (its MACs None, listed in
+  :attr:`~onnx_explorer.metrics.Metrics.unknown_ops`), never a silent 0; a missing
+  rule is one more entry in :data:`ONNX_RULES` or :data:`GRAPHDEF_RULES`.
+- Nodes with bodies are counted by the walker (:mod:`.table`): If its larger branch,
+  Loop its body times the trip count, Scan its body times the scanned length, and a
+  call of a local function (or TensorFlow's ``PartitionedCall``) its body.
 
 A rule returns None when a shape it needs is unknown; the node then counts as
 "unknown" rather than costing 0.
@@ -50,6 +57,10 @@ class NodeShapes(Protocol):
     def has_input(self, i: int) -> bool: ...
 
     def attr(self, name: str, default: Any = None) -> Any: ...
+
+    def constant(self, i: int) -> int | None:
+        """Input ``i`` as an int, when it is a one-element integer weight or Constant."""
+        ...
 
 
 Rule = Callable[[NodeShapes], int | None]
@@ -214,6 +225,30 @@ def _group_query_attention(s: NodeShapes) -> int | None:
     return 2 * q[0] * q[1] * keys * hidden
 
 
+# -- spectral ops --------------------------------------------------------------------
+def _dft(s: NodeShapes) -> int | None:
+    """Each output value (real or imaginary part) sums the transformed axis' length."""
+    out, x = elements(s.output(0)), s.input(0)
+    if out is None or x is None or len(x) < 2:
+        return None
+    axis = s.attr("axis", 1)  # opset 17 keeps the axis as an attribute (opset 20: input 2)
+    axis = axis if isinstance(axis, int) and -len(x) <= axis < len(x) else 1
+    return out * x[axis]
+
+
+def _stft(s: NodeShapes) -> int | None:
+    """Each output value (frames × bins × 2) sums one frame: ``frame_length`` samples (from
+    the window's size when the frame length is not a constant)."""
+    out = elements(s.output(0))
+    window = s.input(2) if s.has_input(2) else None
+    length = window[0] if window else None
+    if length is None and s.has_input(3):
+        length = s.constant(3)
+    if out is None or not isinstance(length, int):
+        return None
+    return out * length
+
+
 # -- pooling -------------------------------------------------------------------------
 def _pool(kernel_attr: str, skip: int) -> Rule:
     """Output elements × kernel positions (``ksize`` in GraphDef includes batch and channel)."""
@@ -268,9 +303,28 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(text.split())
 
 
+#: Ops that move, reshape, index or make data: no multiply-accumulates.
+FREE = _names(
+    "ArgMax ArgMin Bernoulli Cast CastLike CenterCropPad Col2Im Compress Concat "
+    "ConcatFromSequence Constant ConstantOfShape DepthToSpace Dropout Expand EyeLike Flatten "
+    "Gather GatherElements GatherND Identity If Loop Multinomial NonMaxSuppression NonZero "
+    "OneHot Optional OptionalGetElement OptionalHasElement Pad RandomNormal RandomNormalLike "
+    "RandomUniform RandomUniformLike Range RegexFullMatch Reshape ReverseSequence Scan Scatter "
+    "ScatterElements ScatterND SequenceAt SequenceConstruct SequenceEmpty SequenceErase "
+    "SequenceInsert SequenceLength SequenceMap Shape Size Slice SpaceToDepth Split "
+    "SplitToSequence Squeeze StringConcat StringNormalizer StringSplit TfIdfVectorizer Tile "
+    "TopK Transpose Trilu Unique Unsqueeze"
+)
+MS_FREE = _names(
+    "GatherBlockQuantized QLinearConcat QuantizeBFP DequantizeBFP Trilu Unique CropAndResize"
+)
+
+
 ELEMENTWISE = _names(
     "Abs Acos Acosh Add And Asin Asinh Atan Atanh BitShift BitwiseAnd BitwiseNot BitwiseOr "
-    "BitwiseXor Ceil Celu Clip Cos Cosh DequantizeLinear Div Elu Equal Erf Exp Floor Gelu "
+    "BitwiseXor Ceil Celu Clip Cos Cosh DequantizeLinear Div DynamicQuantizeLinear Elu Equal "
+    "Erf Exp Floor Gelu GridSample Resize Upsample BlackmanWindow HammingWindow HannWindow "
+    "MelWeightMatrix Hardmax CumSum RoiAlign MaxRoiPool MaxUnpool Det "
     "Greater GreaterOrEqual HardSigmoid HardSwish IsInf IsNaN LeakyRelu Less LessOrEqual Log "
     "Mish Mod Mul Neg Not Or PRelu Pow QuantizeLinear Reciprocal Relu Round Selu Shrink "
     "Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Tan Tanh ThresholdedRelu Where Xor"
@@ -289,7 +343,13 @@ NORMALIZATIONS = (
     "LpNormalization",
     "MeanVarianceNormalization",
 )
-MS_ELEMENTWISE = ("BiasGelu", "FastGelu", "QuickGelu", "Gelu", "BiasAdd")
+MS_ELEMENTWISE = _names(
+    "BiasGelu FastGelu QuickGelu Gelu BiasAdd BiasSoftmax BiasSplitGelu RotaryEmbedding "
+    "QLinearAdd QLinearMul QLinearSigmoid QLinearLeakyRelu QLinearSoftmax QLinearWhere "
+    "QuantizeLinear DequantizeLinear DynamicQuantizeLinear QLinearReduceMean"
+)
+MS_MATMULS = _names("FusedMatMul DynamicQuantizeMatMul MatMulIntegerToFloat MatMulNBits "
+                    "MatMulBnb4 MatMulFpQ4 QOrderedMatMul")  # fmt: skip
 MS_NORMALIZATIONS = ("SkipLayerNormalization", "SimplifiedLayerNormalization",
                      "SkipSimplifiedLayerNormalization", "LayerNormalization")  # fmt: skip
 
@@ -321,7 +381,20 @@ ONNX_RULES: dict[tuple[str, str], Rule] = {
     ("com.microsoft", "GroupQueryAttention"): _group_query_attention,
     **{("com.microsoft", op): _per_output(1) for op in MS_ELEMENTWISE},
     **{("com.microsoft", op): _per_output(5) for op in MS_NORMALIZATIONS},
-    ("com.microsoft", "FusedMatMul"): _matmul(0),
+    **{("com.microsoft", op): _matmul(0) for op in MS_MATMULS},
+    **{("", op): _free for op in FREE},
+    **{("com.microsoft", op): _free for op in MS_FREE},
+    ("", "DFT"): _dft,
+    ("", "STFT"): _stft,
+    ("com.microsoft", "DynamicQuantizeLSTM"): _recurrent,  # W (dirs, I, 4H): the same product
+    ("com.microsoft", "QGemm"): _gemm,
+    ("com.microsoft", "FusedConv"): _conv(weight=1, bias=2),
+    ("com.microsoft", "NhwcConv"): _conv(weight=1, bias=2),
+    ("com.microsoft", "QLinearConv"): _conv(weight=3, bias=8),
+    ("com.microsoft", "QAttention"): _attention,
+    ("com.microsoft", "QLinearGlobalAveragePool"): _per_input,
+    ("com.microsoft", "QLinearAveragePool"): _pool("kernel_shape", 0),
+    ("com.microsoft", "EmbedLayerNormalization"): _per_output(5),
 }
 
 TF_ELEMENTWISE = _names(
@@ -357,9 +430,10 @@ GRAPHDEF_RULES: dict[str, Rule] = {
 }
 
 
-def rule_for(node: Node, graph_format: str) -> Rule:
-    """The node's MAC rule; ops without one cost 0 (see the module docstring)."""
+def rule_for(node: Node, graph_format: str) -> Rule | None:
+    """The node's MAC rule; None for an ONNX op without one (its MACs are unknown).
+    GraphDef ops without a rule cost 0: TensorFlow graphs are mostly bookkeeping ops."""
     if graph_format == "graphdef":
         return GRAPHDEF_RULES.get(node.op_type, _free)
     domain = "" if node.domain == "ai.onnx" else node.domain
-    return ONNX_RULES.get((domain, node.op_type), _free)
+    return ONNX_RULES.get((domain, node.op_type))

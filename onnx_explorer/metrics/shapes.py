@@ -1,5 +1,6 @@
-"""Shapes for the MAC rules: the file's value types, completed by the format's inference,
-with symbolic dimensions bound by the caller (unbound ones taken as 1 and remembered)."""
+"""Shapes for the MAC rules: the value types found for the bound inputs (an onnxruntime
+run's, else shape inference's), else the file's, with input symbols bound
+(:mod:`onnx_explorer.bindings`). A symbol still left is unknown, never taken as 1."""
 
 from __future__ import annotations
 
@@ -20,31 +21,19 @@ _SAME_SHAPE = (
 SAME_SHAPE_OPS = frozenset(_SAME_SHAPE.split())
 
 
-def checked_dims(dims: Mapping[str, Any] | None) -> dict[str, int]:
-    """``dims`` as name → non-negative int; ValueError naming the first bad entry."""
-    if dims is None:
-        return {}
-    if not isinstance(dims, Mapping):
-        raise TypeError(f"dims must be a mapping of dimension name to size, not {type(dims)}")
-    bound: dict[str, int] = {}
-    for name, size in dims.items():
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise ValueError(
-                f"dims[{name!r}] must be a non-negative integer, not {size!r}"
-                " (e.g. dims={'batch': 1, 'sequence': 128})"
-            )
-        bound[str(name)] = int(size)
-    return bound
-
-
-def inferred_types(model: Model | None, graph: Graph, infer: bool | None) -> InferredTypes | None:
-    """The format's type inference (the model's own, shared with the drawing), or None
-    when not run; never raises."""
+def inferred_types(
+    model: Model | None,
+    graph: Graph,
+    infer: bool | None,
+    input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+) -> InferredTypes | None:
+    """The format's type inference (the model's own, shared with the drawing), on inputs
+    bound to ``input_shapes`` when given, or None when not run; never raises."""
     if model is None or model.type_inference is None or infer is False:
         return None
     if infer is None and len(graph.nodes) > INFER_AUTO_MAX_NODES:
         return None
-    return model.inferred_types()
+    return model.inferred_types(input_shapes)
 
 
 def needs_inference(graph: Graph) -> bool:
@@ -67,10 +56,13 @@ class GraphShapes:
         self,
         graph: Graph,
         inferred: InferredTypes | None,
-        dims: dict[str, int],
-        assumed: set[str],
+        dims: Mapping[str, int],
+        unresolved: set[str],
         outer: GraphShapes | None = None,
         graph_format: str = "onnx",
+        *,
+        found_first: bool = False,
+        observed: Mapping[str, ValueInfo] | None = None,
     ) -> None:
         self.graph = graph
         self._declared: dict[str, ValueInfo] = dict(graph.value_info)
@@ -79,15 +71,26 @@ class GraphShapes:
         self._inferred: Mapping[str, ValueInfo] = (
             inferred.types.get(id(graph), {}) if inferred is not None else {}
         )
+        self._observed: Mapping[str, ValueInfo] = observed or {}
         self._constants = graph.constants()
         self.inferred = inferred
         self.dims = dims
-        self.assumed = assumed
+        self.unresolved = unresolved
         self.outer = outer
         self.graph_format = graph_format
+        # Inference on bound inputs (or a run) knows sizes the file's value_info leaves
+        # as symbols (or states for another input size): it comes first then.
+        self._found_first = found_first
         self._passing: set[str] = set()
 
     def info(self, name: str) -> ValueInfo | None:
+        observed = self._observed.get(name)
+        if observed is not None:
+            return observed
+        if self._found_first:
+            found = self._inferred.get(name)
+            if found is not None and found.shape is not None and _concrete(found.shape):
+                return found
         declared = self._declared.get(name)
         if declared is not None and declared.shape is not None and declared.dtype:
             return declared
@@ -123,7 +126,8 @@ class GraphShapes:
         return ValueInfo(name, found.type, found.dtype, found.shape)
 
     def shape(self, name: str) -> Shape | None:
-        """Sizes of ``name``'s dims: bound or assumed 1 for symbols; None if any is unknown."""
+        """Sizes of ``name``'s dims, bound symbols included; None if any is unknown (an
+        unbound symbol is remembered in ``unresolved``)."""
         info = self.info(name) if name else None
         if info is None or info.shape is None:
             return None
@@ -131,13 +135,25 @@ class GraphShapes:
         for dim in info.shape:
             if isinstance(dim, int) and dim >= 0:
                 sizes.append(dim)
-            elif isinstance(dim, str) and dim:
-                if dim not in self.dims:
-                    self.assumed.add(dim)
-                sizes.append(self.dims.get(dim, 1))
+            elif isinstance(dim, str) and dim in self.dims:
+                sizes.append(self.dims[dim])
             else:
+                if isinstance(dim, str) and dim:
+                    self.unresolved.add(dim)
                 return None
         return tuple(sizes)
+
+    def constant(self, name: str) -> int | None:
+        """A one-element integer weight or Constant as an int (a Loop's trip count)."""
+        tensor = self.graph.initializers.get(name) or self._constants.get(name)
+        if tensor is None and self.outer is not None:
+            return self.outer.constant(name)
+        if tensor is None or tensor.size != 1 or not tensor.dtype_name.startswith(("int", "uint")):
+            return None
+        try:
+            return int(tensor.numpy().reshape(-1)[0])
+        except Exception:  # a broken weight leaves the count unknown
+            return None
 
     def nbytes(self, name: str) -> int | None:
         shape = self.shape(name)
@@ -170,3 +186,10 @@ class NodeView:
     def attr(self, name: str, default: Any = None) -> Any:
         attribute = self.node.attributes.get(name)
         return default if attribute is None else attribute.value
+
+    def constant(self, i: int) -> int | None:
+        return self.shapes.constant(self.node.inputs[i]) if self.has_input(i) else None
+
+
+def _concrete(shape: tuple[Any, ...]) -> bool:
+    return all(isinstance(d, int) and d >= 0 for d in shape)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib.util
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..model import Graph, Model, Node, scope_parts
+from ..bindings import InputBinding, bind_inputs, has_symbols, model_binding
+from ..model import Function, Graph, Model, Node, ValueInfo, scope_parts
 from ..tensors import Tensor
 from .rules import rule_for
-from .shapes import GraphShapes, NodeView, checked_dims, inferred_types, needs_inference
+from .shapes import GraphShapes, NodeView, inferred_types, needs_inference
 
 Series = Literal["macs", "params", "activation_bytes", "param_bytes"]
 SERIES: tuple[str, ...] = ("macs", "params", "activation_bytes", "param_bytes")
@@ -29,14 +31,26 @@ class Metrics:
 
     ``rows``: one dict per node of the main graph, in file order, with the keys of
     :data:`COLUMNS`; ``activation_bytes`` and ``macs`` are None (not 0) where a shape
-    is unknown. ``assumed_dims``: symbolic dimensions not bound by ``dims=`` and taken
-    as 1. ``unknown``: how many nodes' MACs / activation bytes could not be computed.
-    ``notes``: what shape inference did, when there is something to say.
+    is unknown or the op has no MAC rule. ``assumed_dims``: input symbols nobody bound,
+    sized by :func:`onnx_explorer.bindings.bind_inputs` (``binding`` says at what size
+    and why; :attr:`assumed_line` in one line). ``unresolved_dims``: derived symbols no
+    inference or run could size (their nodes are unknown). ``unknown_ops``: op type →
+    nodes with no MAC rule. ``shapes_from``: where the shapes came from.
+    ``notes``: what shape inference or the run did, when there is something to say.
     """
 
     rows: list[dict[str, Any]]
     assumed_dims: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
+    binding: InputBinding | None = None
+    unresolved_dims: tuple[str, ...] = ()
+    unknown_ops: dict[str, int] = field(default_factory=dict)
+    shapes_from: str = "file"
+
+    @property
+    def assumed_line(self) -> str:
+        """One line naming the input sizes assumed ("" when every one was bound)."""
+        return self.binding.line() if self.binding is not None else ""
 
     @property
     def unknown(self) -> dict[str, int]:
@@ -98,6 +112,10 @@ class Metrics:
             "totals": self.totals,
             "unknown": self.unknown,
             "assumed_dims": list(self.assumed_dims),
+            "assumed": self.assumed_line,
+            "unresolved_dims": list(self.unresolved_dims),
+            "unknown_ops": dict(self.unknown_ops),
+            "shapes_from": self.shapes_from,
             "notes": list(self.notes),
             "rows": self.rows,
         }
@@ -107,27 +125,39 @@ def _sums(rows: list[dict[str, Any]]) -> dict[str, int]:
     return {key: sum(row[key] or 0 for row in rows) for key in SERIES}
 
 
+ShapesFrom = Literal["auto", "infer", "run"]
+
+
 def metrics(
     model_or_graph: Model | Graph,
     *,
     dims: Mapping[str, int] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
     infer: bool | None = None,
+    shapes: ShapesFrom = "auto",
 ) -> Metrics:
     """Parameters, activation memory and multiply-accumulates of every node.
 
-    One row per node of the main graph (or of the graph given). A node holding
-    If/Loop/Scan bodies counts their parameters and MACs as its own (a Loop's body
-    once: the trip count is not known). A weight (initializer, Constant output,
-    sparse initializer) counts toward the first node reading it, in file order, so a
-    shared weight is counted once; a Constant no node reads counts toward itself.
+    One row per node of the main graph (or of the graph given). A node holding bodies
+    counts their parameters and MACs as its own: If its larger branch, Loop its body
+    times a constant trip count, Scan its body times the scanned length (unknown
+    otherwise); a call of a model-local function counts the function's body. A weight
+    (initializer, Constant output, sparse initializer) counts toward the first node
+    reading it, in file order, so a shared weight is counted once; a Constant no node
+    reads counts toward itself.
 
-    Shapes come from the file, completed by the format's shape inference: ``infer``
-    True runs it, False never, None on graphs of up to 50,000 nodes whose file lacks
-    some shapes. Symbolic dimensions take their sizes from ``dims``
-    (``{"batch": 1, "sequence": 128}``); unbound ones are taken as 1 and listed in
-    :attr:`Metrics.assumed_dims`. MAC conventions: :mod:`onnx_explorer.metrics.rules`.
+    Sizes: the graph's inputs are bound first (``input_shapes`` whole, ``dims`` per
+    symbol, else the model's hints or a default per kind: see
+    :mod:`onnx_explorer.bindings` and :attr:`Metrics.assumed_line`), then every shape
+    is propagated from them: ONNX shape inference with data propagation (``infer``
+    True runs it, False never, None on graphs of up to 50,000 nodes), and where it
+    leaves a compute op's shape unknown, the shapes of one onnxruntime run on generated
+    inputs (``shapes="auto"``, when onnxruntime is installed, ``infer`` is not False and
+    the graph has at most 20,000 nodes; ``"run"`` always, ``"infer"`` never). MAC conventions:
+    :mod:`onnx_explorer.metrics.rules`.
     """
-    bound = checked_dims(dims)
+    if shapes not in ("auto", "infer", "run"):
+        raise ValueError(f"shapes must be 'auto', 'infer' or 'run', not {shapes!r}")
     model: Model | None
     if isinstance(model_or_graph, Model):
         model, graph = model_or_graph, model_or_graph.graph
@@ -135,38 +165,111 @@ def metrics(
         model, graph = model_or_graph.model, model_or_graph
     else:
         raise TypeError(f"metrics takes a Model or a Graph, not {type(model_or_graph).__name__}")
+    is_main = model is not None and graph is model.graph
+    binding = (
+        model_binding(model, dims=dims, input_shapes=input_shapes)
+        if model is not None and is_main
+        else bind_inputs(graph, dims=dims, input_shapes=input_shapes)
+    )
+    symbolic = is_main and has_symbols(graph)
     notes: list[str] = []
     inferred = None
-    if needs_inference(graph):
-        inferred = inferred_types(model, graph, infer)
+    if needs_inference(graph) or symbolic:
+        inferred = inferred_types(model, graph, infer, binding.shapes if symbolic else None)
         if inferred is None and model is not None and model.type_inference is not None:
             notes.append(f"shapes from the file only: inference skipped for {len(graph):,} "
                          "nodes (infer=True runs it)")  # fmt: skip
         elif inferred is not None and inferred.error:
             notes.append(f"shapes from the file only: {inferred.error}")
-    assumed: set[str] = set()
     graph_format = model.format if model is not None else "onnx"
-    walker = _Walker(graph_format, inferred, bound, assumed)
+    found_first = symbolic and inferred is not None and not inferred.error
+    shapes_from = "inference" if found_first else "file"
+    walker = _Walker(graph_format, inferred, binding.dims, model, found_first)
     rows = walker.rows(graph)
-    return Metrics(rows, tuple(sorted(assumed)), notes)
+    if (
+        model is not None
+        and is_main
+        and graph_format == "onnx"
+        and (
+            shapes == "run"
+            or (
+                shapes == "auto"
+                and infer is not False
+                and walker.shape_unknown
+                and _can_observe(graph)
+            )
+        )
+    ):
+        observed = model.observed_types(binding.shapes)
+        if observed.error:
+            notes.append(f"no onnxruntime shapes: {observed.error}")
+        else:
+            walker = _Walker(
+                graph_format, inferred, binding.dims, model, found_first,
+                observed.types.get(id(graph)),
+            )  # fmt: skip
+            rows = walker.rows(graph)
+            shapes_from = "onnxruntime run"
+    return Metrics(
+        rows,
+        tuple(a.symbol for a in binding.assumed),
+        notes,
+        binding,
+        tuple(sorted(walker.unresolved)),
+        dict(sorted(walker.no_rule.items())),
+        shapes_from,
+    )
+
+
+def _can_observe(graph: Graph) -> bool:
+    """True when a run may stand in for inference: onnxruntime is there, the graph small
+    enough to hold every value at once."""
+    if len(graph.nodes) > OBSERVE_MAX_NODES:
+        return False
+    try:
+        return importlib.util.find_spec("onnxruntime") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+#: Largest graph whose shapes an onnxruntime run supplies automatically (one session
+#: holds every value until the end).
+OBSERVE_MAX_NODES = 20_000
+_MAX_CALL_DEPTH = 16  # nested function calls followed (a recursive file ends here)
 
 
 class _Walker:
     """Computes rows graph by graph; shares the claimed weights across bodies."""
 
-    def __init__(self, graph_format: str, inferred: Any, dims: dict[str, int], assumed: set[str]):
+    def __init__(
+        self,
+        graph_format: str,
+        inferred: Any,
+        dims: Mapping[str, int],
+        model: Model | None,
+        found_first: bool,
+        observed: Mapping[str, ValueInfo] | None = None,
+    ):
         self.graph_format = graph_format
         self.inferred = inferred
         self.dims = dims
-        self.assumed = assumed
+        self.model = model
+        self.found_first = found_first
+        self.observed = observed
+        self.unresolved: set[str] = set()
+        self.no_rule: dict[str, int] = {}
+        self.shape_unknown = 0  # nodes with a rule whose shapes were unknown
         self.claimed: set[int] = set()  # id() of weights already counted
+        self._calls: list[str] = []  # functions being walked (recursion guard)
 
     def rows(
         self, graph: Graph, outer: GraphShapes | None = None, outer_weights: Any = None
     ) -> list[dict[str, Any]]:
         shapes = GraphShapes(
-            graph, self.inferred, self.dims, self.assumed, outer, self.graph_format
-        )
+            graph, self.inferred, self.dims, self.unresolved, outer, self.graph_format,
+            found_first=self.found_first,
+            observed=self.observed if outer is None else None,
+        )  # fmt: skip
         weights = _Weights(graph, outer_weights)
         rows = []
         producers: dict[str, dict[str, Any]] = {}
@@ -194,14 +297,24 @@ class _Walker:
                 self.claimed.add(id(tensor))
                 params += tensor.size
                 param_bytes += tensor.nbytes
-        macs = rule_for(node, self.graph_format)(NodeView(node, shapes))
+        macs: int | None
+        function = self.model.function_for(node) if self.model is not None else None
+        rule = rule_for(node, self.graph_format)
+        view = NodeView(node, shapes)
+        if function is not None:
+            macs, p, pb = self._call(function, weights)
+            params, param_bytes = params + p, param_bytes + pb
+        elif rule is None:
+            self.no_rule[_op_name(node)] = self.no_rule.get(_op_name(node), 0) + 1
+            macs = None
+        else:
+            macs = rule(view)
+            if macs is None:
+                self.shape_unknown += 1
         if has_bodies:
-            for _, body in node.subgraphs():
-                for inner in self.rows(body, shapes, weights):
-                    params += inner["params"]
-                    param_bytes += inner["param_bytes"]
-                    if macs is not None:
-                        macs += inner["macs"] or 0
+            body_macs, p, pb = self._bodies(node, view, shapes, weights)
+            params, param_bytes = params + p, param_bytes + pb
+            macs = None if macs is None or body_macs is None else macs + body_macs
         activation: int | None = 0
         for name in node.outputs:
             size = shapes.nbytes(name) if name else 0
@@ -216,6 +329,70 @@ class _Walker:
             "activation_bytes": activation,
             "macs": macs,
         }
+
+    def _bodies(
+        self, node: Node, view: NodeView, shapes: GraphShapes, weights: _Weights
+    ) -> tuple[int | None, int, int]:
+        """(MACs, params, param bytes) of a node's bodies: If its larger branch, Loop
+        and Scan their body times the iterations (None when not known)."""
+        params = param_bytes = 0
+        per_body: list[int | None] = []
+        for _, body in node.subgraphs():
+            inner_rows = self.rows(body, shapes, weights)
+            params += sum(r["params"] for r in inner_rows)
+            param_bytes += sum(r["param_bytes"] for r in inner_rows)
+            values = [r["macs"] for r in inner_rows]
+            per_body.append(None if None in values else sum(v or 0 for v in values))
+        if not per_body or None in per_body:
+            return None, params, param_bytes
+        known = [m for m in per_body if m is not None]
+        if node.op_type == "If":
+            return max(known), params, param_bytes
+        if node.op_type == "Loop":
+            trips = view.constant(0)
+            return (None if trips is None else trips * sum(known)), params, param_bytes
+        if node.op_type == "Scan":
+            steps = _scan_length(node, view)
+            return (None if steps is None else steps * sum(known)), params, param_bytes
+        return sum(known), params, param_bytes
+
+    def _call(self, function: Function, weights: _Weights) -> tuple[int | None, int, int]:
+        """A local function's body, walked as a graph of its own (its inputs' sizes
+        are what the body's value types say: often unknown in ONNX functions)."""
+        key = f"{function.domain}::{function.name}"
+        if key in self._calls or len(self._calls) >= _MAX_CALL_DEPTH:
+            return None, 0, 0
+        self._calls.append(key)
+        try:
+            inner_rows = self.rows(function.graph, None, weights)
+        finally:
+            self._calls.pop()
+        values = [r["macs"] for r in inner_rows]
+        macs = None if None in values else sum(v or 0 for v in values)
+        return (
+            macs,
+            sum(r["params"] for r in inner_rows),
+            sum(r["param_bytes"] for r in inner_rows),
+        )
+
+
+def _op_name(node: Node) -> str:
+    domain = "" if node.domain in ("", "ai.onnx") else node.domain
+    return f"{domain}::{node.op_type}" if domain else node.op_type
+
+
+def _scan_length(node: Node, view: NodeView) -> int | None:
+    """Iterations of a Scan: the first scanned input's length along its scan axis."""
+    count = view.attr("num_scan_inputs")
+    if not isinstance(count, int) or count < 1 or count > len(node.inputs):
+        return None
+    first = len(node.inputs) - count
+    shape = view.input(first)
+    axes = view.attr("scan_input_axes") or [0]
+    axis = axes[0] if isinstance(axes[0], int) else 0
+    if shape is None or not -len(shape) <= axis < len(shape):
+        return None
+    return shape[axis]
 
 
 class _Weights:

@@ -18,8 +18,8 @@ One worker, reused (POSIX): starting a child costs 0.15-0.5 s, nearly all of it
 ``import onnx``, so one long-lived child per Python process serves every request,
 one at a time (callers queue on a lock). It is started on first need, or ahead of it
 by :func:`warm_up` (``explore()`` calls it so the import overlaps loading the model).
-Over its stdin/stdout, a request is ``_REQUEST`` (time limit, length) + a serialized,
-structure-only ModelProto (no weight bytes: :func:`.onnx_shapes.structure_only`);
+Over its stdin/stdout, a request is ``_REQUEST`` (time limit, length, data propagation)
++ a serialized, structure-only ModelProto (no weight bytes: :func:`.onnx_shapes.structure_only`);
 the reply is ``_REPLY`` (status, length) + the inferred ModelProto, or one line saying
 why inference failed. The parent waits for the reply with a deadline (``selectors``
 on the pipes) and kills the worker when the deadline passes or the wait is
@@ -64,7 +64,8 @@ WORKER_IDLE_TIMEOUT = 300.0
 _FAILED = 3  # the one-shot child's exit code when inference raised (reason on stderr)
 _GRACE = 5  # seconds past the limit after which the child ends itself (SIGALRM)
 _SERVE = "--serve"  # argument that makes the child a worker
-_REQUEST = struct.Struct("!dQ")  # time limit in seconds, model length
+_DATA_PROP = "--data-prop"  # a one-shot child's argument: infer with data propagation
+_REQUEST = struct.Struct("!dQ?")  # time limit in seconds, model length, data propagation
 _REPLY = struct.Struct("!BQ")  # status, payload length
 _OK, _ERROR = 0, 1  # reply statuses: payload is the inferred model / why it failed
 _STDERR_TAIL = 4096  # bytes of a worker's stderr kept to explain its death
@@ -129,7 +130,9 @@ def stop_worker() -> None:
             _retire(_WORKER)
 
 
-def infer_in_child(model: bytes, time_limit: float | None = None) -> Outcome:
+def infer_in_child(
+    model: bytes, time_limit: float | None = None, *, data_prop: bool = False
+) -> Outcome:
     """Run shape inference on a serialized ModelProto in a child process (never raises,
     but for ``KeyboardInterrupt`` and the like, which kill the child on their way up).
 
@@ -140,7 +143,7 @@ def infer_in_child(model: bytes, time_limit: float | None = None) -> Outcome:
     if not sys.executable:
         return Outcome(None, "ONNX shape inference skipped: no Python executable to run it in")
     if not _CAN_WAIT_ON_PIPES:
-        return _infer_one_shot(model, limit)
+        return _infer_one_shot(model, limit, data_prop)
     with _REQUEST_LOCK:
         deadline = time.monotonic() + limit
         for attempt in (1, 2):
@@ -149,7 +152,7 @@ def infer_in_child(model: bytes, time_limit: float | None = None) -> Outcome:
                 return Outcome(None, started)
             worker, fresh = started
             try:
-                status, payload = _exchange(worker, model, deadline)
+                status, payload = _exchange(worker, model, deadline, data_prop)
             except _TimedOut:
                 _retire(worker)
                 return Outcome(
@@ -197,10 +200,12 @@ def _running_worker() -> tuple[subprocess.Popen[bytes], bool] | str:
     return process, True
 
 
-def _exchange(process: subprocess.Popen[bytes], model: bytes, deadline: float) -> tuple[int, bytes]:
+def _exchange(
+    process: subprocess.Popen[bytes], model: bytes, deadline: float, data_prop: bool
+) -> tuple[int, bytes]:
     """Send one request and wait for its reply until ``deadline`` (time.monotonic)."""
     limit = max(deadline - time.monotonic(), 0.0)
-    request = memoryview(_REQUEST.pack(limit, len(model)) + model)
+    request = memoryview(_REQUEST.pack(limit, len(model), data_prop) + model)
     stdin, stdout, stderr = (_pipe(p).fileno() for p in (process.stdin, process.stdout,
                                                          process.stderr))  # fmt: skip
     reply = bytearray()
@@ -275,8 +280,8 @@ def _pipe(pipe: IO[bytes] | None) -> IO[bytes]:
 
 
 # -- one child per request (no select on pipes) ------------------------------------------
-def _infer_one_shot(model: bytes, limit: float) -> Outcome:
-    process = _spawn([f"{limit!r}"])
+def _infer_one_shot(model: bytes, limit: float, data_prop: bool) -> Outcome:
+    process = _spawn([f"{limit!r}", *([_DATA_PROP] if data_prop else [])])
     if isinstance(process, str):
         return Outcome(None, process)
     try:
@@ -354,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     limit = float(args[0]) if args else INFERENCE_TIME_LIMIT
     _arm_alarm(limit)
     data = sys.stdin.buffer.read()
-    status, payload = _infer(data)
+    status, payload = _infer(data, _DATA_PROP in args)
     if status != _OK:
         sys.stderr.write(payload.decode("utf-8", "replace") + "\n")
         return _FAILED
@@ -379,12 +384,12 @@ def _serve(idle_timeout: float) -> int:
         header = _read_exactly(0, _REQUEST.size)
         if header is None:
             return 0  # EOF: the parent is gone
-        limit, length = _REQUEST.unpack(header)
+        limit, length, data_prop = _REQUEST.unpack(header)
         _arm_alarm(limit)
         data = _read_exactly(0, length)
         if data is None:
             return 0
-        status, payload = _infer(bytes(data))
+        status, payload = _infer(bytes(data), data_prop)
         del data
         reply = memoryview(_REPLY.pack(status, len(payload)) + payload)
         while reply:
@@ -410,7 +415,7 @@ def _read_exactly(fd: int, size: int) -> bytearray | None:
     return data
 
 
-def _infer(data: bytes) -> tuple[int, bytes]:
+def _infer(data: bytes, data_prop: bool = False) -> tuple[int, bytes]:
     """Shape inference on a serialized ModelProto: (_OK, inferred) or (_ERROR, why)."""
     try:
         import onnx
@@ -418,7 +423,7 @@ def _infer(data: bytes) -> tuple[int, bytes]:
         model = onnx.ModelProto()
         model.ParseFromString(data)
         inferred = onnx.shape_inference.infer_shapes(
-            model, check_type=False, strict_mode=False, data_prop=False
+            model, check_type=False, strict_mode=False, data_prop=data_prop
         )
         return _OK, inferred.SerializeToString()
     except Exception as exc:  # reported to the parent, which draws without inferred shapes

@@ -19,7 +19,7 @@ loop for ever in C++, and only a process can be stopped).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..model import Graph, InferredTypes, Model, ValueInfo
@@ -52,7 +52,9 @@ class ShapeInference:
         self._to_value_info = to_value_info
         self.time_limit = time_limit
 
-    def __call__(self, model: Model) -> InferredTypes:
+    def __call__(
+        self, model: Model, input_shapes: Mapping[str, tuple[int, ...]] | None = None
+    ) -> InferredTypes:
         import onnx
 
         from .inference_child import infer_in_child
@@ -64,11 +66,15 @@ class ShapeInference:
             work = onnx.ModelProto()
             work.CopyFrom(proto)
             structure_only(work)
+            if input_shapes:
+                bind_input_shapes(work.graph, input_shapes)
             data = work.SerializeToString()
         except Exception as exc:  # any failure of inference only costs the labels
             return InferredTypes({}, f"ONNX shape inference failed ({_reason(exc)})")
         del work
-        outcome = infer_in_child(data, self.time_limit)
+        # Data propagation computes shape arithmetic (Shape → Gather → Concat → Reshape)
+        # from the bound sizes: without it a detector's derived dims stay symbols.
+        outcome = infer_in_child(data, self.time_limit, data_prop=bool(input_shapes))
         if outcome.inferred is None:
             return InferredTypes({}, outcome.error)
         inferred = onnx.ModelProto()
@@ -85,7 +91,7 @@ class ShapeInference:
         parallel)."""
         convert = self._to_value_info
         types = {info.name: info for info in map(convert, proto.value_info)}
-        for info in map(convert, proto.output):
+        for info in map(convert, (*proto.output, *proto.input)):
             types.setdefault(info.name, info)
         out[id(graph)] = types
         if len(proto.node) != len(graph.nodes):
@@ -108,6 +114,28 @@ class ShapeInference:
 def _reason(exc: Exception) -> str:
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}"
+
+
+def bind_input_shapes(graph: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """Give a GraphProto's inputs concrete shapes and drop what would contradict them.
+
+    The ``value_info`` an exporter wrote (or an earlier inference left) holds the old
+    symbols, and declared outputs may hold sizes valid for another input size: both are
+    cleared so inference derives every size from the bound inputs. Bodies keep theirs
+    (a Loop body's inputs are declared by the spec).
+    """
+    for value in graph.input:
+        shape = input_shapes.get(_s(value.name))
+        if shape is None or not value.type.HasField("tensor_type"):
+            continue
+        dims = value.type.tensor_type.shape.dim
+        del dims[:]
+        for size in shape:
+            dims.add().dim_value = int(size)
+    del graph.value_info[:]
+    for value in graph.output:
+        if value.type.HasField("tensor_type"):
+            value.type.tensor_type.ClearField("shape")
 
 
 def structure_only(model: Any) -> None:
@@ -156,4 +184,4 @@ def structure_only(model: Any) -> None:
         nodes(function.node)
 
 
-__all__ = ["ShapeInference", "structure_only"]
+__all__ = ["ShapeInference", "bind_input_shapes", "structure_only"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ._compare import CompareResult, TensorComparison, compare
 from ._execute import Failure
 from ._feeds import FeedError
+from ._observe import observed_shapes
 from ._ort import OnnxRuntimeMissingError, RunError
 from ._run import RunFailedError, RunResult, TensorRecord, run
 
@@ -25,5 +26,6 @@ __all__ = [
     "TensorComparison",
     "TensorRecord",
     "compare",
+    "observed_shapes",
     "run",
 ]

@@ -124,13 +124,21 @@ def generate_feeds(
     specs: list[InputSpec],
     *,
     dims: Mapping[str, int] | None = None,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
     seed: int = 0,
     vocab: int | None = None,
 ) -> dict[str, np.ndarray]:
+    """Values for every input: of ``shapes[name]`` when given (see
+    :mod:`onnx_explorer.bindings`), else the declared dims with ``dims`` bound (1 for the
+    rest)."""
     rng = np.random.default_rng(seed)
     dims = dict(dims or {})
     feeds = {}
     for spec in specs:
+        given = (shapes or {}).get(spec.name)
+        if spec.dtype is not None and given is not None:
+            feeds[spec.name] = _values(spec.name, spec.dtype, tuple(given), rng, vocab)
+            continue
         if spec.dtype is None or spec.dims is None:
             raise FeedError(
                 f"input {spec.text()} has no declared type or rank: pass feeds={{...}} for it"

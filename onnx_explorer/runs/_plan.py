@@ -66,8 +66,13 @@ def load_proto(source: Any) -> tuple[onnx.ModelProto, Path | None]:
             raise ModelFormatError(f"{str(path)!r} cannot be read: {exc.strerror}") from exc
         return _parse(data, repr(str(path))), path.resolve().parent
     model = getattr(source, "source", None)  # an onnx_explorer.Model read from ONNX
-    if isinstance(model, onnx.ModelProto) and getattr(source, "path", None) is not None:
-        return load_proto(source.path)
+    if isinstance(model, onnx.ModelProto):
+        if getattr(source, "path", None) is not None:
+            return load_proto(source.path)
+        data = getattr(source, "source_bytes", None)
+        if data is not None:  # opened from bytes: its proto stands in for payloads
+            return _parse(bytes(data), "the model bytes"), None
+        return model, None  # opened from a ModelProto, which holds its payloads
     raise TypeError(f"run() takes a path, bytes or an onnx.ModelProto, not {type(source).__name__}")
 
 

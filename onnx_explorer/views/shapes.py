@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..bindings import has_symbols, model_binding
 from ..model import INFER_AUTO_MAX_NODES, Graph, InferredTypes, Model, ValueInfo
 
 #: What :func:`inferred_types` returns (the model's own type).
@@ -26,17 +27,26 @@ def inferred_types(model: Model) -> Inferred:
 
 
 class ValueTypes:
-    """Type lookup for the values of one graph: declared first, inferred where missing."""
+    """Type lookup for the values of one graph: declared first, inferred where missing;
+    inferred first when inference ran on bound inputs (``found_first``), as far as it
+    found concrete sizes (the file's value_info holds the old symbols)."""
 
-    def __init__(self, graph: Graph, inferred: Mapping[str, ValueInfo]) -> None:
+    def __init__(
+        self, graph: Graph, inferred: Mapping[str, ValueInfo], found_first: bool = False
+    ) -> None:
         declared: dict[str, ValueInfo] = dict(graph.value_info)
         for info in (*graph.declared_inputs, *graph.outputs):
             declared[info.name] = info
         self._declared = declared
         self._inferred = inferred
         self._graph = graph
+        self._found_first = found_first
 
     def get(self, name: str) -> ValueInfo | None:
+        if self._found_first:
+            found = self._inferred.get(name)
+            if found is not None and found.shape is not None and _concrete(found.shape):
+                return found
         declared = self._declared.get(name)
         if declared is not None and declared.dtype and declared.shape is not None:
             return declared
@@ -65,7 +75,17 @@ def value_types(
             f"{len(model.graph.nodes):,} nodes (infer_shapes=True runs it)"
         )
         return ValueTypes(graph, {}), note
-    result = inferred_types(model)
+    bound = has_symbols(model.graph)
+    try:
+        binding = model_binding(model) if bound else None
+        result = model.inferred_types(binding.shapes if binding is not None else None)
+    except (TypeError, ValueError) as exc:  # a binding made with Model.bind() that does not fit
+        return ValueTypes(graph, {}), f"edge shapes from the file only: {exc}"
     if result.error is not None:
         return ValueTypes(graph, {}), f"edge shapes from the file only: {result.error}"
-    return ValueTypes(graph, result.types.get(id(graph), {})), None
+    note = binding.line() if binding is not None else ""
+    return ValueTypes(graph, result.types.get(id(graph), {}), bound), note or None
+
+
+def _concrete(shape: tuple[object, ...]) -> bool:
+    return all(isinstance(d, int) and d >= 0 for d in shape)
