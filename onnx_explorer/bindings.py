@@ -136,9 +136,18 @@ def symbol_of(info: ValueInfo, axis: int) -> str | None:
     dim: Dim = info.shape[axis]
     if isinstance(dim, int) and dim >= 0:
         return None
-    if isinstance(dim, str) and dim:
+    if isinstance(dim, str) and dim and not is_placeholder(dim):
         return dim
     return f"{info.name}.{axis}"
+
+
+def is_placeholder(name: str) -> bool:
+    """True for a dim name that stands for "any size" rather than a shared symbol: old
+    Paddle exporters write ``?`` for height and width alike."""
+    return name in _PLACEHOLDERS
+
+
+_PLACEHOLDERS = frozenset({"?", "-1", "None", "none", "null", "*", "dynamic"})
 
 
 def _imgsz(metadata: Mapping[str, str]) -> tuple[int, int] | None:
@@ -208,8 +217,19 @@ def bind_inputs(
 
     An input of unknown rank gets no shape unless ``input_shapes`` gives one.
     """
+    return bind_values(graph.inputs, dims=dims, input_shapes=input_shapes, metadata=metadata)
+
+
+def bind_values(
+    values: Sequence[ValueInfo],
+    *,
+    dims: Mapping[str, int] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> InputBinding:
+    """:func:`bind_inputs` for a list of input types (a run's, read from its proto)."""
     given = checked_sizes(dims)
-    inputs = {info.name: info for info in graph.inputs}
+    inputs = {info.name: info for info in values}
     whole = _checked_shapes(input_shapes, inputs)
     sizes: dict[str, int] = dict(given)
     # Symbols fixed by a whole shape the caller gave, so other inputs sharing them agree.
@@ -221,7 +241,7 @@ def bind_inputs(
     imgsz = _imgsz(metadata or {})
     assumed: dict[str, Assumed] = {}
     shapes: dict[str, tuple[int, ...]] = {}
-    for info in graph.inputs:
+    for info in values:
         if info.name in whole:
             shapes[info.name] = whole[info.name]
             continue
@@ -277,8 +297,10 @@ __all__ = [
     "Assumed",
     "InputBinding",
     "bind_inputs",
+    "bind_values",
     "checked_sizes",
     "has_symbols",
+    "is_placeholder",
     "model_binding",
     "symbol_of",
 ]

@@ -1,6 +1,7 @@
 """``onnx-explorer run MODEL``: run a model with onnxruntime and summarise every tensor;
-exit 0 all finite (and within tolerance with ``--compare``), 1 a NaN/Inf, a tensor
-beyond tolerance or a node that failed, 2 on error."""
+exit 0 when no node made a NaN/Inf (and within tolerance with ``--compare``), 1 a node
+that made one (a constant's or a mask's ±inf passed on does not count), a tensor beyond
+tolerance or a node that failed, 2 on error."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         except RunFailedError as exc:
             result, failed = exc.result, str(exc)
     except (ExplorerError, OSError, ValueError) as exc:
-        print(f"onnx-explorer: error: {terminal_safe(str(exc))}", file=sys.stderr)
+        _print_lines(f"onnx-explorer: error: {exc}")
         return 2
     if args.json:
         print(json.dumps(result.to_dict(), indent=1, default=float))
@@ -40,10 +41,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 print(terminal_safe(f"  {record.node} → {record.name}: {counts}"))
         if result.not_captured:
             print(f"  {len(result.not_captured)} values inside If/Loop bodies not captured")
+        for line in (*result.notes, result.assumed):
+            if line:
+                print(terminal_safe(f"  {line}"))
     if failed:
-        print(f"onnx-explorer: {terminal_safe(failed)}", file=sys.stderr)
+        _print_lines(f"onnx-explorer: {failed}")
         return 1
-    return 1 if result.first_nonfinite else 0
+    return 1 if result.first_problem else 0
+
+
+def _print_lines(message: str) -> None:
+    """A message of several lines to stderr, each made safe for the terminal (escaping
+    the whole would print its line breaks as ``\\n``)."""
+    for line in message.splitlines():
+        print(terminal_safe(line), file=sys.stderr)
 
 
 def _compare(args: argparse.Namespace, dims: dict[str, int]) -> int:

@@ -163,8 +163,7 @@ def test_bad_feeds_get_one_message_listing_expected_and_given():
     message = str(caught.value)
     assert "x: float32[3,8]" in message and "float64[3, 5]" in message
     assert "unexpected input 'extra'" in message
-    with pytest.raises(ox.FeedError, match="missing x"):
-        ox.run(mlp(), {})
+    assert ox.run(mlp(), {}).feeds["x"].shape == (3, 8)  # inputs left out are generated
 
 
 def test_a_model_failing_midway_keeps_the_stats_so_far_and_names_the_node():

@@ -118,8 +118,10 @@ def compare(
     (``records_a``/``records_b``) and a histogram of the differences."""
     if not (atol >= 0 and rtol >= 0):
         raise ValueError(f"atol and rtol must be non-negative numbers, not {atol!r}, {rtol!r}")
-    plan_a, feeds_a = prepare(a, feeds, dims=dims, seed=seed, vocab=vocab)
-    plan_b, feeds_b = prepare(b, feeds_a, dims=dims, seed=seed, vocab=vocab, cast=True)
+    ready_a = prepare(a, feeds, dims=dims, seed=seed, vocab=vocab)
+    plan_a, feeds_a = ready_a.plan, ready_a.feeds
+    ready_b = prepare(b, feeds_a, dims=dims, seed=seed, vocab=vocab, cast=True)
+    plan_b, feeds_b = ready_b.plan, ready_b.feeds
     pairs = _pairs(a, b, plan_a, plan_b)
     run_a, run_b = Execution(plan_a, feeds_a), Execution(plan_b, feeds_b)
     values_a, values_b = run_a.values(), run_b.values()

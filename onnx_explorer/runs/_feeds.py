@@ -3,8 +3,8 @@
 Generated feeds follow each input's declared type and shape: floats are standard
 normal, integers small and non-negative (``[0, 10)``), inputs named like token ids
 (``input_ids``, ``*_ids``, ``tokens``) lie in ``[0, vocab)`` when ``vocab`` is given,
-masks (``*mask*``) are ones, bools random. A symbolic dim takes its value from
-``dims`` (``{"batch": 2}``), else 1.
+masks (``*mask*``) are ones, bools random. Their shapes come from
+:mod:`onnx_explorer.bindings` (``dims``, the model's hints, a default per kind).
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from ..bindings import is_placeholder
 from ..errors import ExplorerError
+from ..model import ValueInfo
 
 _IDS = re.compile(r"(^|_)(input_ids|ids|tokens?|token_ids)$|_ids$", re.IGNORECASE)
 
@@ -35,6 +37,11 @@ class InputSpec:
     name: str
     dtype: np.dtype | None
     dims: tuple[int | str | None, ...] | None  # None: rank unknown
+
+    def value_info(self) -> ValueInfo:
+        """This input as the model's neutral type (what :mod:`onnx_explorer.bindings` binds)."""
+        dtype = self.dtype.name if self.dtype is not None else None
+        return ValueInfo(self.name, dtype or "", dtype, self.dims)
 
     def text(self) -> str:
         dtype = self.dtype.name if self.dtype is not None else "?"
@@ -57,8 +64,11 @@ def input_specs(graph: onnx.GraphProto) -> list[InputSpec]:
             if tensor.elem_type:
                 dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
             if tensor.HasField("shape"):
+                # -1 (Paddle) and an unnamed dim both mean "any size"
                 dims = tuple(
-                    d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                    (d.dim_value if d.dim_value >= 0 else None)
+                    if d.HasField("dim_value")
+                    else (d.dim_param or None)
                     for d in tensor.shape.dim
                 )
         specs.append(InputSpec(value.name, dtype, dims))
@@ -101,6 +111,8 @@ def check_feeds(specs: list[InputSpec], feeds: Mapping[str, np.ndarray]) -> None
             if isinstance(want, int) and want != got:
                 problems.append(f"{spec.name}: expected {spec.text()}, given {shown} (shape)")
                 break
+            if isinstance(want, str) and is_placeholder(want):
+                continue
             if isinstance(want, str) and bound.setdefault(want, got) != got:
                 problems.append(
                     f"{spec.name}: expected {spec.text()}, given {shown} "

@@ -114,7 +114,7 @@ def make_session(model_bytes: bytes, base_dir: Path | None) -> Any:
     ``base_dir`` (the user's model directory): nothing is written or copied."""
     ort = onnxruntime()
     options = ort.SessionOptions()
-    options.log_severity_level = 3  # our error says what failed; no duplicate stderr lines
+    options.log_severity_level = 4  # our error says what failed: no ORT lines on stderr
     if _use_shared_arena(ort):
         options.add_session_config_entry("session.use_env_allocators", "1")
     if base_dir is not None:

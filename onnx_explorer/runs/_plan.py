@@ -42,6 +42,7 @@ class Plan:
     needs: list[tuple[str, ...]]  # per node: every value it reads (bodies' outer names too)
     initializers: dict[str, onnx.TensorProto]
     not_captured: list[str] = field(default_factory=list)
+    _labels: dict[str, int] | None = field(default=None, repr=False)
 
     @property
     def graph(self) -> onnx.GraphProto:
@@ -50,6 +51,12 @@ class Plan:
     def node_label(self, index: int) -> str:
         node = self.graph.node[index]
         return node.name or f"{node.op_type}#{index}"
+
+    def node_index(self, label: str) -> int | None:
+        """The index of the node :meth:`node_label` calls ``label``."""
+        if self._labels is None:
+            self._labels = {self.node_label(i): i for i in range(len(self.graph.node))}
+        return self._labels.get(label)
 
 
 def load_proto(source: Any) -> tuple[onnx.ModelProto, Path | None]:
@@ -104,6 +111,27 @@ def check_external(model: onnx.ModelProto, base_dir: Path | None) -> None:
         if location not in checked:
             resolve_location(base_dir, location, tensor.name)
             checked.add(location)
+
+
+def inference_mode(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
+    """The model with ``Dropout(training_mode=...)`` run in inference mode (a copy when
+    something changes; the caller's proto is never modified) and a note saying so."""
+    training = [
+        i for i, node in enumerate(model.graph.node)
+        if node.op_type == "Dropout" and node.domain in ("", "ai.onnx")
+        and len(node.input) > 2 and node.input[2]
+    ]  # fmt: skip
+    if not training:
+        return model, []
+    work = onnx.ModelProto()
+    work.CopyFrom(model)
+    for i in training:
+        del work.graph.node[i].input[2:]  # no training_mode: inference, outputs = inputs
+    note = (
+        f"{len(training):,} Dropout node(s) with a training_mode input run in inference "
+        "mode (no random drop), as onnxruntime does for a deployed model"
+    )
+    return work, [note]
 
 
 def plan(model: onnx.ModelProto, base_dir: Path | None) -> Plan:
@@ -215,6 +243,9 @@ def _value_info(name: str, value: Any) -> onnx.ValueInfoProto:
             name, helper.np_dtype_to_tensor_dtype(elem), None
         )
     array = np.asarray(value)
+    # Rank only, no sizes: a body typed with the model's own (symbolic) dims would meet
+    # exact sizes it does not declare, and onnxruntime's inference inside If bodies
+    # then fails on models that run whole (spox-built VADs).
     return helper.make_tensor_value_info(
-        name, helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape)
+        name, helper.np_dtype_to_tensor_dtype(array.dtype), [None] * array.ndim
     )

@@ -11,14 +11,15 @@ from typing import Any
 
 import numpy as np
 
+from ..bindings import bind_values
 from ..gc_pause import paused_gc
 from ..stats import Histogram, TensorStats, array_values, histogram, summarize
 from ._activation_stats import activation_histogram, activation_stats, fast_path
 from ._background import Background
 from ._execute import Execution, Failure, Produced
 from ._feeds import check_feeds, generate_feeds, input_specs, load_feeds
-from ._ort import RunError, onnxruntime, shrink_shared_arena
-from ._plan import Plan, check_external, load_proto, plan
+from ._ort import RunError, make_session, onnxruntime, short, shrink_shared_arena
+from ._plan import Plan, check_external, inference_mode, load_proto, plan
 
 
 @dataclass
@@ -63,6 +64,9 @@ class RunResult:
     failure: Failure | None = None
     node_outputs: dict[str, list[str]] = field(default_factory=dict)  # node → its captured outputs
     prepare_seconds: float = 0.0  # reading the model, checking the feeds, planning the run
+    assumed: str = ""  # one line: the input sizes assumed for generated feeds ("" if none)
+    notes: list[str] = field(default_factory=list)  # what the run changed (Dropout mode)
+    problems: list[str] = field(default_factory=list)  # nodes that made NaN/Inf themselves
 
     @property
     def stats(self) -> dict[str, TensorStats]:
@@ -72,6 +76,13 @@ class RunResult:
     def first_nonfinite(self) -> str | None:
         """The first node (in execution order) with a NaN or Inf in an output, or None."""
         return next((r.node for r in self.tensors.values() if r.nonfinite), None)
+
+    @property
+    def first_problem(self) -> str | None:
+        """The first node that *made* a NaN or an Inf from finite values it was given
+        (an overflow, a 0/0): not a Constant, nor a node passing on a ±inf fill it read
+        (an attention mask's −inf), or None. See :func:`problem_nodes`."""
+        return self.problems[0] if self.problems else None
 
     def node_values(self, reduce: str = "abs_max") -> dict[str, float]:
         """node name → the largest ``abs_max`` of its outputs (an overlay for the graph)."""
@@ -86,6 +97,9 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "first_nonfinite": self.first_nonfinite,
+            "first_problem": self.first_problem,
+            "assumed": self.assumed,
+            "notes": list(self.notes),
             "failure": None if self.failure is None else vars(self.failure),
             "prepare_seconds": self.prepare_seconds,
             "session_seconds": self.session_seconds,
@@ -100,12 +114,14 @@ class RunResult:
 
     def __repr__(self) -> str:
         state = "failed at " + self.failure.node if self.failure else "ran"
-        bad = self.first_nonfinite
-        return (
-            f"<RunResult {state}: {len(self.tensors)} tensors captured"
-            + (f", first non-finite at node {bad!r}" if bad else ", all finite")
-            + ">"
-        )
+        bad, carried = self.first_problem, self.first_nonfinite
+        if bad:
+            finite = f", first NaN/Inf made at node {bad!r}"
+        elif carried:
+            finite = ", no NaN/Inf made (±inf fills passed on, e.g. attention masks)"
+        else:
+            finite = ", all finite"
+        return f"<RunResult {state}: {len(self.tensors)} tensors captured{finite}>"
 
 
 class RunFailedError(RunError):
@@ -144,22 +160,68 @@ def prepare(
     seed: int,
     vocab: int | None,
     cast: bool = False,
-) -> tuple[Plan, dict[str, np.ndarray]]:
-    """The plan and the checked feeds (generated when ``feeds`` is None)."""
+) -> Prepared:
+    """The plan and the checked feeds: ``feeds`` as given, the inputs it leaves out
+    generated at the sizes :mod:`onnx_explorer.bindings` chooses (``dims``, the model's
+    hints, a default per kind; the given arrays fix the symbols they share)."""
     onnxruntime()  # the clear error before any work
     proto, base_dir = load_proto(model)
     check_external(proto, base_dir)
     specs = input_specs(proto.graph)
-    if feeds is None:
-        given = generate_feeds(specs, dims=dims, seed=seed, vocab=vocab)
-    else:
-        given = load_feeds(feeds)
-        if cast:
-            from ._feeds import cast_floats
+    given = {} if feeds is None else load_feeds(feeds)
+    if cast:
+        from ._feeds import cast_floats
 
-            given = cast_floats(given, specs)
+        given = cast_floats(given, specs)
+    missing = [spec for spec in specs if spec.name not in given]
+    assumed = ""
+    if missing:
+        binding = bind_values(
+            [spec.value_info() for spec in specs],
+            dims=dims,
+            input_shapes=_fitting_shapes(specs, given),
+            metadata={p.key: p.value for p in proto.metadata_props},
+        )
+        given.update(generate_feeds(missing, shapes=binding.shapes, seed=seed, vocab=vocab))
+        assumed = binding.line()
     check_feeds(specs, given)
-    return plan(proto, base_dir), given
+    proto, notes = inference_mode(proto)
+    generated = "; ".join(f"{s.name} {given[s.name].dtype.name}{list(given[s.name].shape)}"
+                          for s in missing if s.name in given)  # fmt: skip
+    return Prepared(plan(proto, base_dir), given, assumed, notes, generated)
+
+
+@dataclass
+class Prepared:
+    """What :func:`prepare` makes: the plan, the feeds, and what was chosen for the user."""
+
+    plan: Plan
+    feeds: dict[str, np.ndarray]
+    assumed: str  # the one line of assumed input sizes ("" when none)
+    notes: list[str]  # what the run changes (Dropout in inference mode)
+    generated: str  # the generated inputs and their shapes ("" when all were given)
+
+    def failure_hint(self) -> str:
+        """What to add to a failure's message: the generated inputs and their sizes."""
+        if not self.generated:
+            return ""
+        hint = f"\n  generated inputs: {self.generated}"
+        if self.assumed:
+            hint += f"\n  {self.assumed} (or pass feeds=)"
+        return hint
+
+
+def _fitting_shapes(specs: list[Any], given: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Shapes of the given arrays that fit their input's declared rank and sizes (those
+    that do not are left for :func:`check_feeds` to report)."""
+    shapes = {}
+    for spec in specs:
+        value = given.get(spec.name)
+        if value is None or spec.dims is None or value.ndim != len(spec.dims):
+            continue
+        if all(not isinstance(d, int) or d == n for d, n in zip(spec.dims, value.shape)):
+            shapes[spec.name] = tuple(int(n) for n in value.shape)
+    return shapes
 
 
 def run(
@@ -187,7 +249,8 @@ def run(
     (default: sized so a segment returns at most ``SEGMENT_BYTES`` of values).
     """
     began = time.perf_counter()
-    the_plan, given = prepare(model, feeds, dims=dims, seed=seed, vocab=vocab)
+    ready = prepare(model, feeds, dims=dims, seed=seed, vocab=vocab)
+    the_plan, given = ready.plan, ready.feeds
     prepared = time.perf_counter() - began
     execution = Execution(the_plan, given, segment_nodes=segment_nodes)
     bar = _bar(len(the_plan.order)) if progress else None
@@ -210,9 +273,97 @@ def run(
                 bar.close()
             shrink_shared_arena()  # no value but the result's own copies is left
     result.prepare_seconds = prepared
+    result.assumed, result.notes = ready.assumed, list(ready.notes)
+    if execution.failure is None and _has_quantize_nodes(the_plan):
+        result.outputs = _whole_model_outputs(the_plan, given)
+        result.notes.append(
+            "outputs from one onnxruntime session over the whole model (its fused int8 "
+            "kernels); intermediates from the graph as written (each Q/DQ on its own), "
+            "so the two may differ by the quantization error"
+        )
+    result.problems = problem_nodes(the_plan, result.tensors)
     if execution.failure is not None:
-        raise RunFailedError(execution.failure.message, result)
+        raise RunFailedError(execution.failure.message + ready.failure_hint(), result)
     return result
+
+
+_QUANTIZE_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"})
+
+
+def _has_quantize_nodes(the_plan: Plan) -> bool:
+    return any(node.op_type in _QUANTIZE_OPS for node in the_plan.graph.node)
+
+
+def _whole_model_outputs(the_plan: Plan, feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """The model's outputs from one session over it all, as a user's own session gives
+    them. Capturing every value keeps onnxruntime from fusing QuantizeLinear /
+    DequantizeLinear pairs into int8 kernels, which a plain session runs: the final
+    outputs of a QDQ model differ by up to the quantization step between the two."""
+    data = the_plan.model.SerializeToString()
+    session = make_session(data, the_plan.base_dir)
+    names = [v.name for v in the_plan.graph.output]
+    try:
+        values = session.run(names, dict(feeds))
+    except Exception as exc:  # onnxruntime's own exception types
+        raise RunError(f"onnxruntime failed running the whole model: {short(str(exc))}") from exc
+    return {name: _owned(value) for name, value in zip(names, values)}
+
+
+def _owned(value: Any) -> Any:
+    return [np.array(v) for v in value] if isinstance(value, list) else np.array(value)
+
+
+#: Ops whose ±inf come from the file, not from computing on data.
+_CONSTANT_OPS = frozenset({"Constant", "ConstantOfShape"})
+
+
+def problem_nodes(the_plan: Plan, tensors: Mapping[str, TensorRecord]) -> list[str]:
+    """Nodes, in execution order, that made a NaN or an Inf none of their inputs had.
+
+    An Inf passed on (``Where(mask, -inf, x)``, ``scores + mask``) is where the model
+    means it; a Constant's is in the file. The node that first turns finite values into
+    NaN/Inf is the one to look at. Inputs not captured (weights) count as finite unless
+    they hold a NaN/Inf themselves (small ones are checked).
+    """
+    graph = the_plan.graph
+    found: list[str] = []
+    for record in tensors.values():
+        stats = record.stats
+        if stats is None or not (stats.nan or stats.inf):
+            continue
+        index = the_plan.node_index(record.node)
+        node = graph.node[index] if index is not None else None
+        if node is None or node.op_type in _CONSTANT_OPS:
+            continue
+        had_nan = had_inf = False
+        for name in node.input:
+            seen = tensors.get(name)
+            if seen is not None and seen.stats is not None:
+                had_nan |= seen.stats.nan > 0
+                had_inf |= seen.stats.inf > 0
+            elif name in the_plan.initializers:
+                nan, inf = _weight_nonfinite(the_plan.initializers[name])
+                had_nan, had_inf = had_nan or nan, had_inf or inf
+        made_nan = stats.nan > 0 and not had_nan
+        made_inf = stats.inf > 0 and not (had_inf or had_nan)
+        if (made_nan or made_inf) and record.node not in found:
+            found.append(record.node)
+    return found
+
+
+def _weight_nonfinite(tensor: Any) -> tuple[bool, bool]:
+    """(has NaN, has Inf) of a small embedded float weight; (False, False) otherwise."""
+    from onnx import numpy_helper
+
+    if tensor.data_location == 1 or len(tensor.raw_data) > (4 << 20):
+        return False, False
+    try:
+        array = numpy_helper.to_array(tensor)
+    except Exception:  # an undecodable weight: onnxruntime would have failed on it
+        return False, False
+    if array.dtype.kind != "f":
+        return False, False
+    return bool(np.isnan(array).any()), bool(np.isinf(array).any())
 
 
 def _bar(total: int) -> Any:

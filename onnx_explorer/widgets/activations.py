@@ -66,13 +66,19 @@ class ActivationPanel(widgets.VBox):
     # -- filled by a run or a comparison ------------------------------------------------
     def show_run(self, result: RunResult, error: str = "") -> None:
         self.result, self.comparison, self.error = result, None, error
-        bad = result.first_nonfinite
+        bad = result.first_problem
         state = f"failed at node {result.failure.node}: " if result.failure else ""
-        found = f"first non-finite: {bad}" if bad else "every captured tensor is finite"
+        if bad:
+            found = f"first NaN/Inf made at: {bad}"
+        elif result.first_nonfinite:
+            found = "no NaN/Inf made (±inf fills such as attention masks passed on)"
+        else:
+            found = "every captured tensor is finite"
+        said = "".join(f"\n{line}" for line in (*result.notes, result.assumed) if line)
         self.header.value = h.title("activations") + h.pre(
-            f"{state}{len(result.tensors)} tensors captured; {found}"
+            f"{state}{len(result.tensors)} tensors captured; {found}{said}"
         )
-        self.jump.description = "go to first non-finite"
+        self.jump.description = "go to first NaN/Inf made"
         self.jump.disabled = bad is None and result.failure is None
         self.colour.options = [OVERLAY_NONE, OVERLAY_MAX_ABS, OVERLAY_NONFINITE]
         self.colour.value = OVERLAY_NONFINITE if bad else OVERLAY_MAX_ABS
@@ -98,8 +104,8 @@ class ActivationPanel(widgets.VBox):
             first = self.comparison.first_beyond
             return None if first is None else first.node
         if self.result is not None:
-            if self.result.first_nonfinite:
-                return self.result.first_nonfinite
+            if self.result.first_problem:
+                return self.result.first_problem
             return self.result.failure.node if self.result.failure else None
         return None
 
