@@ -233,8 +233,8 @@ def bind_values(
     whole = _checked_shapes(input_shapes, inputs)
     sizes: dict[str, int] = dict(given)
     # Symbols fixed by a whole shape the caller gave, so other inputs sharing them agree.
-    for name, shape in whole.items():
-        for axis, size in enumerate(shape):
+    for name, whole_shape in whole.items():
+        for axis, size in enumerate(whole_shape):
             symbol = symbol_of(inputs[name], axis)
             if symbol is not None:
                 sizes.setdefault(symbol, size)
@@ -250,9 +250,10 @@ def bind_values(
         shape: list[int] = []
         for axis, dim in enumerate(info.shape):
             symbol = symbol_of(info, axis)
-            if symbol is None:
-                shape.append(int(dim))  # type: ignore[arg-type]
+            if symbol is None and isinstance(dim, int):
+                shape.append(dim)
                 continue
+            assert symbol is not None  # symbol_of names every dim not a fixed size
             if symbol not in sizes:
                 kind = _kind(info, axis, symbol)
                 if kind == "spatial" and imgsz is not None and len(info.shape) == 4:

@@ -6,9 +6,19 @@ A weight stored as integers (or float8) is turned into real numbers by its consu
 ``MatMulIntegerToFloat``, ``QAttention``, ``DynamicQuantizeLSTM`` and ``MatMulNBits``
 (4/8-bit blocks packed in uint8). ``MatMulInteger`` / ``ConvInteger`` (what onnxruntime's
 dynamic quantization writes) name only zero points; their scale is applied by the ``Mul``
-after them (``Mul(Cast(y), a_scale * w_scale)``), whose constant operand is read. A weight
-whose zero point is known but whose scale is not raises :class:`ScaleUnknownError`, so
-callers label it "quantized (scale unknown)" instead of dequantizing it wrongly.
+after them (``Mul(Cast(y), a_scale * w_scale)``, also past an integer bias ``Add`` and
+Reshape / Transpose / Cast), and the weight's own factor of it is read: the stored factor
+of ``a_scale * w_scale`` when ``a_scale`` is computed at run time, the factor at the
+weight's side (A or B) when both are stored, the stored product divided by the stored
+scale of a ``QuantizeLinear`` feeding the other operand. An integer bias added before
+that ``Mul`` is dequantized by the whole product, when it is stored.
+
+The weight may reach its consumer through ops that move integers without changing them
+(``Gather`` of an embedding, Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Identity,
+Cast): ``Gather(E_quantized, ids) → DequantizeLinear`` or ``→ MatMulInteger`` dequantize
+the whole table ``E_quantized``. A weight whose zero point is known but whose scale is not
+raises :class:`ScaleUnknownError`, so callers label it "quantized (scale unknown)" instead
+of dequantizing it wrongly.
 
 :func:`find_dequantization` reads the scale and zero point (initializers or
 Constant outputs, also of enclosing graphs) and returns a :class:`Dequantization`
@@ -57,6 +67,7 @@ class Dequantization:
     node: str = ""  # the consumer node's name
     scale_name: str = ""
     zero_point_name: str = ""
+    via: str = ""  # the ops between the tensor and its consumer, e.g. "Gather 'embed'"
 
     @property
     def granularity(self) -> str:
@@ -74,6 +85,8 @@ class Dequantization:
 
     def describe(self) -> str:
         where = f" from {self.op} {self.node!r}" if self.op else ""
+        if self.via:
+            where += f" through {self.via}"
         if self.axis is None:
             return f"per-tensor (scale {float(self.scale.reshape(-1)[0]):.6g}){where}"
         if self.block_size:

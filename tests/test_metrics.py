@@ -511,3 +511,161 @@ def test_the_drawing_and_metrics_share_one_shape_inference_run():
     assert note.startswith("assumed input sizes: batch=1 (batch), sequence=128 (sequence)")
     rows = ox.metrics(model).rows
     assert any(r["macs"] for r in rows) and len(runs) == 1
+
+
+# -- every MAC counted or declared unknown ----------------------------------------------
+def test_an_op_without_a_rule_is_unknown_and_listed_never_a_silent_zero():
+    node = helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml")
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("X", F, [2, 4])],
+        [helper.make_tensor_value_info("Y", F, [2, 1])],
+    )  # fmt: skip
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)]
+    result = ox.metrics(ox.load(helper.make_model(graph, opset_imports=opsets)))
+    assert result.rows[0]["macs"] is None
+    assert result.unknown_ops == {"ai.onnx.ml::TreeEnsembleRegressor": 1}
+    assert result.unknown["macs"] == 1
+
+
+def test_data_movement_costs_zero_and_is_not_unknown():
+    node = helper.make_node("Transpose", ["X"], ["Y"], perm=[1, 0])
+    result = ox.metrics(_model([node], {"X": [2, 4]}, {"Y": [4, 2]}))
+    assert result.rows[0]["macs"] == 0 and result.unknown_ops == {}
+
+
+def _loop(trip_count):
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["x_in", "W"], ["x_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_in", F, [1, 4])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_out", F, [1, 4])],
+    )  # fmt: skip
+    node = helper.make_node("Loop", ["M", "", "X"], ["Y"], body=body, name="loop")
+    weights = {"W": _w(4, 4)}
+    if trip_count is not None:
+        weights["M"] = np.array(trip_count, np.int64)
+    inputs = (
+        {"X": [1, 4]} if trip_count is not None else {"X": [1, 4], "M": (TensorProto.INT64, [])}
+    )
+    return _model([node], inputs, {"Y": [1, 4]}, weights)
+
+
+def test_a_loop_costs_its_body_times_a_constant_trip_count():
+    (row,) = ox.metrics(_loop(5)).rows
+    assert row["macs"] == 5 * 16
+
+
+def test_a_loop_whose_trip_count_is_data_is_unknown():
+    (row,) = ox.metrics(_loop(None), shapes="infer").rows
+    assert row["macs"] is None
+
+
+def test_a_scan_costs_its_body_times_the_scanned_length():
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["x_t", "W"], ["y_t"]),
+         helper.make_node("Identity", ["s_in"], ["s_out"])],
+        "body",
+        [helper.make_tensor_value_info("s_in", F, [1]),
+         helper.make_tensor_value_info("x_t", F, [1, 4])],
+        [helper.make_tensor_value_info("s_out", F, [1]),
+         helper.make_tensor_value_info("y_t", F, [1, 4])],
+    )  # fmt: skip
+    node = helper.make_node("Scan", ["S", "X"], ["S2", "Y"], body=body, num_scan_inputs=1)
+    model = _model([node], {"S": [1], "X": [7, 1, 4]}, {"S2": [1], "Y": [7, 1, 4]}, {"W": _w(4, 4)})
+    assert ox.metrics(model).rows[0]["macs"] == 7 * 16
+
+
+def test_dft_and_stft_cost_the_transformed_length_per_output_value():
+    dft = helper.make_node("DFT", ["X"], ["Y"], axis=1)
+    model = _model([dft], {"X": [2, 16, 1]}, {"Y": [2, 16, 2]}, opset=17)
+    assert _macs(model) == 2 * 16 * 2 * 16
+    stft = helper.make_node("STFT", ["S", "step", "win"], ["Y"])
+    model = _model(
+        [stft], {"S": [1, 64, 1]}, {"Y": [1, 7, 9, 2]},
+        {"step": np.array(8, np.int64), "win": _w(16)}, opset=17,
+    )  # fmt: skip
+    assert _macs(model) == 7 * 9 * 2 * 16
+
+
+def test_a_call_of_a_local_function_counts_its_body():
+    fn_node = helper.make_node("MatMul", ["a", "b"], ["c"])
+    function = helper.make_function(
+        "local", "Proj", ["a", "b"], ["c"], [fn_node], [helper.make_opsetid("", 17)]
+    )
+    call = helper.make_node("Proj", ["X", "W"], ["Y"], domain="local", name="call")
+    graph = helper.make_graph(
+        [call], "g", [helper.make_tensor_value_info("X", F, [2, 4])],
+        [helper.make_tensor_value_info("Y", F, [2, 3])],
+        [numpy_helper.from_array(_w(4, 3), "W")],
+        value_info=[helper.make_tensor_value_info("c", F, [2, 3])],
+    )  # fmt: skip
+    proto = helper.make_model(
+        graph, functions=[function],
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+    )  # fmt: skip
+    # The function's values are typed in its body here; an untyped body is unknown.
+    proto.functions[0].value_info.extend([helper.make_tensor_value_info(n, F, s) for n, s in
+                                         (("a", [2, 4]), ("b", [4, 3]), ("c", [2, 3]))])  # fmt: skip
+    (row,) = ox.metrics(ox.load(proto)).rows
+    assert row["macs"] == 2 * 3 * 4 and row["params"] == 12
+
+
+def test_dynamic_quantize_lstm_counts_its_gate_products():
+    node = helper.make_node(
+        "DynamicQuantizeLSTM",
+        ["X", "W", "R", "", "", "", "", "Ws", "Wz", "Rs", "Rz"], ["Y"],
+        domain="com.microsoft", hidden_size=8,
+    )  # fmt: skip
+    weights = {"W": _w(1, 4, 32, dtype=np.int8), "R": _w(1, 8, 32, dtype=np.int8),
+               "Ws": _w(1), "Wz": _w(1, dtype=np.int8), "Rs": _w(1), "Rz": _w(1, dtype=np.int8)}  # fmt: skip
+    model = _model([node], {"X": [5, 2, 4]}, {"Y": [5, 1, 2, 8]}, weights, ms=True)
+    assert _macs(model) == 5 * 2 * (4 * 32 + 8 * 32)
+
+
+def test_imgsz_metadata_sizes_a_detectors_spatial_dims():
+    conv = helper.make_node("Conv", ["images", "W"], ["Y"])
+    graph = helper.make_graph(
+        [conv], "g",
+        [helper.make_tensor_value_info("images", F, ["batch", 3, "height", "width"])],
+        [helper.make_tensor_value_info("Y", F, None)],
+        [numpy_helper.from_array(_w(8, 3, 1, 1), "W")],
+    )  # fmt: skip
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    helper.set_model_props(proto, {"imgsz": "[320, 256]"})
+    result = ox.metrics(ox.load(proto))
+    assert result.rows[0]["macs"] == 8 * 320 * 256 * 3
+    assert "height=320 (imgsz metadata), width=256 (imgsz metadata)" in result.assumed_line
+
+
+def test_input_shapes_bind_inputs_declared_without_names():
+    node = helper.make_node("MatMul", ["X", "W"], ["Y"])
+    model = _model([node], {"X": [-1, 4]}, {"Y": [None, 2]}, {"W": _w(4, 2)})
+    assert ox.metrics(model, input_shapes={"X": (5, 4)}).rows[0]["macs"] == 5 * 2 * 4
+    with pytest.raises(ValueError, match="disagrees with the declared"):
+        ox.metrics(model, input_shapes={"X": (5, 3)})
+    with pytest.raises(ValueError, match="not an input"):
+        ox.metrics(model, input_shapes={"nope": (5, 4)})
+
+
+def test_derived_sizes_come_from_inference_on_the_bound_model():
+    # Shape → Gather → Unsqueeze → Concat → Reshape: only data propagation on the bound
+    # model knows the Reshape's output size; the MatMul after it counts from that.
+    nodes = [
+        helper.make_node("Shape", ["X"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "zero1"], ["n1"]),
+        helper.make_node("Concat", ["n1", "two2"], ["target"], axis=0),
+        helper.make_node("Reshape", ["X", "target"], ["R"]),
+        helper.make_node("MatMul", ["R", "W"], ["Y"], name="mm"),
+    ]
+    model = _model(
+        nodes, {"X": ["n", 4]}, {"Y": [None, 2, 3]},
+        {"zero": np.array(0, np.int64), "zero1": np.array([0], np.int64),
+         "two2": np.array([2, 2], np.int64), "W": _w(2, 3)},
+    )  # fmt: skip
+    rows = {r["name"]: r for r in ox.metrics(model, dims={"n": 10}, shapes="infer").rows}
+    assert rows["mm"]["macs"] == 10 * 2 * 3 * 2

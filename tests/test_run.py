@@ -483,3 +483,92 @@ def test_the_difference_histogram_is_made_block_by_block():
     assert got.counts.tolist() == want.tolist() and got.total == n
     np.testing.assert_allclose(got.edges, edges)
     assert peak < 6 << 20, f"{peak >> 20} MB"
+
+
+# -- real-model habits: masks, Dropout, dynamic dims -------------------------------------
+def _masked_softmax():
+    """scores + Where(mask, 0, -inf) → Softmax: the −inf fill is meant, the output finite."""
+    neg_inf = numpy_helper.from_array(np.array(-np.inf, np.float32), "neg_inf")
+    zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
+    fill = numpy_helper.from_array(np.full((1, 4), -np.inf, np.float32))
+    return _model(
+        [
+            helper.make_node("Constant", [], ["fill"], value=fill, name="mask_fill"),
+            helper.make_node("Where", ["mask", "zero", "neg_inf"], ["bias"], name="mask_where"),
+            helper.make_node("Add", ["scores", "bias"], ["masked"], name="add_mask"),
+            helper.make_node("Add", ["masked", "fill"], ["also_masked"], name="add_fill"),
+            helper.make_node("Max", ["masked", "also_masked"], ["m"], name="max"),
+            helper.make_node("Softmax", ["m"], ["probs"], name="softmax"),
+        ],
+        [
+            helper.make_tensor_value_info("scores", F, [1, 4]),
+            helper.make_tensor_value_info("mask", TensorProto.BOOL, [1, 4]),
+        ],
+        [helper.make_tensor_value_info("probs", F, None)],
+        [neg_inf, zero],
+    )
+
+
+def test_a_mask_filled_with_minus_inf_is_not_a_problem():
+    feeds = {"scores": np.ones((1, 4), np.float32), "mask": np.array([[1, 1, 0, 0]], bool)}
+    result = ox.run(_masked_softmax(), feeds)
+    assert result.first_nonfinite is not None  # the −inf is there, passed on
+    assert result.first_problem is None
+    np.testing.assert_allclose(result.outputs["probs"], [[0.5, 0.5, 0, 0]])
+    assert "no NaN/Inf made" in repr(result)
+
+
+def test_a_node_that_makes_nan_from_finite_values_is_the_problem():
+    result = ox.run(nan_model(), {"x": np.array([[-1, 2, -3, 4]], np.float32)})
+    assert result.first_problem == "divide_by_itself"
+    assert result.problems == ["divide_by_itself"]  # add only passes the NaN on
+
+
+def test_cli_exits_0_for_a_healthy_masked_model(tmp_path, capsys):
+    path = tmp_path / "masked.onnx"
+    onnx.save(_masked_softmax(), path)
+    feeds = tmp_path / "feeds.npz"
+    np.savez(feeds, scores=np.ones((1, 4), np.float32), mask=np.array([[1, 0, 1, 0]], bool))
+    assert main(["run", str(path), "--feeds", str(feeds)]) == 0
+    assert "no NaN/Inf made" in capsys.readouterr().out
+
+
+def test_training_mode_dropout_runs_in_inference_mode_and_says_so():
+    ratio = numpy_helper.from_array(np.array(0.5, np.float32), "ratio")
+    training = numpy_helper.from_array(np.array(True), "training")
+    proto = _model(
+        [helper.make_node("Dropout", ["x", "ratio", "training"], ["y"], name="drop")],
+        [helper.make_tensor_value_info("x", F, [2, 64])],
+        [helper.make_tensor_value_info("y", F, None)],
+        [ratio, training],
+    )
+    x = np.ones((2, 64), np.float32)
+    result = ox.run(proto, {"x": x})
+    np.testing.assert_array_equal(result.outputs["y"], x)  # nothing dropped, nothing scaled
+    assert any("Dropout" in note and "inference mode" in note for note in result.notes)
+    assert len(proto.graph.node[0].input) == 3  # the caller's proto is untouched
+    comparison = ox.compare(proto, proto, {"x": x})
+    assert comparison.ok
+
+
+def test_minus_one_dims_are_dynamic_not_negative_sizes():
+    proto = _model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [helper.make_tensor_value_info("x", F, [-1, 3, "?", "?"])],
+        [helper.make_tensor_value_info("y", F, None)],
+    )
+    result = ox.run(proto)
+    assert result.feeds["x"].shape == (1, 3, 224, 224)
+    assert "x.0=1 (batch)" in result.assumed and "x.3=224 (spatial)" in result.assumed
+    given = ox.run(proto, {"x": np.ones((2, 3, 48, 192), np.float32)})  # "?" ≠ "?"
+    assert given.outputs["y"].shape == (2, 3, 48, 192) and given.assumed == ""
+
+
+def test_a_feed_error_prints_one_line_per_problem_in_the_cli(tmp_path, capsys):
+    path = tmp_path / "mlp.onnx"
+    onnx.save(mlp(), path)
+    feeds = tmp_path / "feeds.npz"
+    np.savez(feeds, x=np.ones((3, 5), np.float32))
+    assert main(["run", str(path), "--feeds", str(feeds)]) == 2
+    err = capsys.readouterr().err
+    assert "\\n" not in err and "\n  x: expected x: float32[3,8]" in err

@@ -76,9 +76,9 @@ def load_proto(source: Any) -> tuple[onnx.ModelProto, Path | None]:
     if isinstance(model, onnx.ModelProto):
         if getattr(source, "path", None) is not None:
             return load_proto(source.path)
-        data = getattr(source, "source_bytes", None)
-        if data is not None:  # opened from bytes: its proto stands in for payloads
-            return _parse(bytes(data), "the model bytes"), None
+        held = getattr(source, "source_bytes", None)
+        if held is not None:  # opened from bytes: its proto stands in for payloads
+            return _parse(bytes(held), "the model bytes"), None
         return model, None  # opened from a ModelProto, which holds its payloads
     raise TypeError(f"run() takes a path, bytes or an onnx.ModelProto, not {type(source).__name__}")
 
