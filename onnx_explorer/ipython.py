@@ -32,20 +32,26 @@ def _parse(prog: str, line: str) -> argparse.Namespace:
     parser.add_argument("--external-data-dir", default=None)
     parser.add_argument("--max-nodes", type=int, default=None)
     parser.add_argument("--full", action="store_true")
+    parser.add_argument("--dims", default=None)
     return parser.parse_args(shlex.split(line))
 
 
 def onnx_explore(line: str) -> Any:
-    """%onnx_explore PATH [--external-data-dir DIR] [--max-nodes N]: open the explorer."""
+    """%onnx_explore PATH [--external-data-dir DIR] [--max-nodes N] [--dims batch=1,...]:
+    open the explorer (``--dims``: sizes of the inputs' symbolic dims)."""
+    from .cli_metrics import parse_dims
     from .errors import ExplorerError
     from .widgets.explorer import explore
 
     try:
         args = _parse("onnx_explore", line)
         return explore(
-            args.path, external_data_dir=args.external_data_dir, max_nodes=args.max_nodes
+            args.path,
+            external_data_dir=args.external_data_dir,
+            max_nodes=args.max_nodes,
+            dims=parse_dims(args.dims),
         )
-    except (_MagicArgumentError, ExplorerError) as exc:
+    except (_MagicArgumentError, ExplorerError, ValueError) as exc:
         _print_error(exc)
         return None
 

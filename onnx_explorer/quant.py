@@ -35,7 +35,7 @@ channel or block from the shape), so dequantization streams with the chunks.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -257,12 +257,24 @@ class _Rule:
     zero_point: int | None  # input position of the zero point
     axis: AxisRule  # axis of a 1-D scale
     expand: tuple[int, ...] = ()  # where a scale of rank > 1 gets the 1-dims of the tensor's
+    side: int = 1  # scale None: which factor of ``Mul(a_scale, b_scale)`` is this input's
 
 
 _DEQUANTIZE = {0: _Rule(1, 2, _dq_axis)}
 _QLINEAR_CONV = {3: _Rule(4, 5, _output_channels)}
-_MATMUL_INTEGER = {1: _Rule(None, 3, _columns)}  # A, B, a_zero_point, b_zero_point
+# A, B, a_zero_point, b_zero_point; A is a weight when it is a Gather of one (an embedding)
+_MATMUL_INTEGER = {0: _Rule(None, 2, _rows, side=0), 1: _Rule(None, 3, _columns)}
 _CONV_INTEGER = {1: _Rule(None, 3, _output_channels)}  # x, w, x_zero_point, w_zero_point
+_INTEGER_OPS = frozenset({"MatMulInteger", "ConvInteger"})
+#: Ops that move a tensor's integers to another op without changing them (input 0).
+_CARRIERS = frozenset({"Gather", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten",
+                       "Identity", "Cast"})  # fmt: skip
+#: Carriers that keep every element where it is (an axis stays the same axis).
+_IN_PLACE = frozenset({"Identity", "Cast"})
+#: Carriers followed from an integer op's result to the Mul that makes it real, and from a
+#: scale operand back to the constant it reshapes.
+_AFTER = _CARRIERS - {"Gather"}
+_MAX_HOPS = 6
 #: (domain, op) → {input position of a quantized weight: where its parameters are}.
 RULES: dict[tuple[str, str], dict[int, _Rule]] = {
     ("", "DequantizeLinear"): _DEQUANTIZE,
@@ -331,6 +343,10 @@ def _domain(node: Node) -> str:
     return "" if node.domain in ("", "ai.onnx") else node.domain
 
 
+#: Element types that are real numbers already: only their direct consumers are asked.
+_WIDE_FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+
 def find_dequantization(
     graph: Graph,
     name: str,
@@ -340,28 +356,33 @@ def find_dequantization(
 ) -> Dequantization | None:
     """How the consumers of ``name`` in ``graph`` dequantize it, or None if none does.
 
-    ``shape`` defaults to that of the stored tensor called ``name``. Raises
-    :class:`TensorDataError` when a consumer's scale or zero point is not stored in
-    the model or does not fit the tensor's shape.
+    The consumer may read it through ops that move integers unchanged (Gather of an
+    embedding, Reshape, Transpose, Cast...: see the module's description); an integer bias
+    added to a ``MatMulInteger`` / ``ConvInteger`` result is dequantized by that result's
+    scale. ``shape`` defaults to that of the stored tensor called ``name``. Raises
+    :class:`TensorDataError` when a consumer's scale or zero point is not stored in the
+    model or does not fit the tensor's shape.
     """
     lookup = lookup or ConstantLookup()
+    tensor = lookup.tensor(graph, name)
     if shape is None:
-        tensor = lookup.tensor(graph, name)
         if tensor is None:
             return None
         shape = tensor.shape
-    for node in graph.consumers(name):
+    real = tensor is not None and tensor.dtype_name in _WIDE_FLOATS
+    for node, position, via in _uses(graph, name, 1 if real else _MAX_HOPS):
         key = (_domain(node), node.op_type)
         if key == _NBITS:
-            if len(node.inputs) > 1 and node.inputs[1] == name:
+            if position == 1 and not via:
                 return _nbits(graph, node, name, shape, lookup)
             continue
-        rules = RULES.get(key)
-        if not rules:
-            continue
-        for position, rule in rules.items():
-            if position < len(node.inputs) and node.inputs[position] == name:
-                return _linear(graph, node, name, shape, rule, lookup)
+        rule = RULES.get(key, {}).get(position)
+        if rule is not None:
+            return _linear(graph, node, name, shape, rule, lookup, via)
+        if key == ("", "Add") and not real:
+            found = _bias(graph, node, position, name, shape, lookup, via)
+            if found is not None:
+                return found
     return None
 
 
@@ -374,6 +395,35 @@ def dequantization_for(
     return find_dequantization(ref.graph, ref.tensor.name, ref.tensor.shape, lookup=lookup)
 
 
+def _uses(graph: Graph, name: str, depth: int) -> Iterator[tuple[Node, int, tuple[Node, ...]]]:
+    """(consumer, input position, carriers on the way) for each reader of ``name``, then for
+    each reader of what carriers (:data:`_CARRIERS`) make of it, nearest first."""
+    frontier: list[tuple[str, tuple[Node, ...]]] = [(name, ())]
+    seen = {name}
+    for _ in range(depth):
+        following: list[tuple[str, tuple[Node, ...]]] = []
+        for value, via in frontier:
+            for node in graph.consumers(value):
+                for position, read in enumerate(node.inputs):
+                    if read != value:
+                        continue
+                    yield node, position, via
+                    out = node.outputs[0] if node.outputs else ""
+                    if (
+                        position == 0 and out and out not in seen
+                        and node.op_type in _CARRIERS and _domain(node) == ""
+                    ):  # fmt: skip
+                        seen.add(out)
+                        following.append((out, (*via, node)))
+        if not following:
+            return
+        frontier = following
+
+
+def _via_text(via: tuple[Node, ...]) -> str:
+    return " → ".join(f"{n.op_type} {n.name!r}" for n in via)
+
+
 def _input(node: Node, position: int | None) -> str:
     if position is None or position >= len(node.inputs):
         return ""
@@ -384,44 +434,212 @@ class ScaleUnknownError(TensorDataError):
     """The tensor is quantized (a consumer names its zero point) but its scale is not stored."""
 
 
-def _scale_after(graph: Graph, node: Node, lookup: ConstantLookup) -> tuple[str, np.ndarray]:
-    """The weight's scale of an integer op, from the ``Mul`` that makes its result real:
-    ``Mul(Cast(y), s)`` with ``s`` stored, or ``s = Mul(a_scale, w_scale)`` with ``w_scale``
-    stored (onnxruntime's dynamic quantization; the activation's scale is computed)."""
-    what = f"quantized (scale unknown): {node.qualified_op} {node.name!r} names no scale"
+def _origin(graph: Graph, name: str) -> str:
+    """Where ``name`` comes from through Reshape / Transpose / Cast...: a stored constant's name,
+    or a value some other op computes."""
+    for _ in range(_MAX_HOPS):
+        producer = graph.producer(name)
+        if producer is None or producer.op_type not in _AFTER or not producer.inputs:
+            break
+        name = producer.inputs[0]
+    return name
+
+
+def _stored(graph: Graph, name: str, lookup: ConstantLookup) -> bool:
+    return bool(name) and lookup.tensor(graph, name) is not None
+
+
+def _result_mul(graph: Graph, node: Node, lookup: ConstantLookup) -> tuple[Node, str]:
+    """The ``Mul`` that makes an integer op's result real, and its scale operand: after the
+    op, through Cast / Reshape / Transpose... and an ``Add`` of a stored (integer) bias."""
     value = node.outputs[0] if node.outputs else ""
-    for _ in range(4):  # through Cast / Identity to the Mul
+    for _ in range(_MAX_HOPS):
         readers = graph.consumers(value) if value else ()
-        if len(readers) != 1:
+        if len(readers) != 1 or not readers[0].outputs:
             break
         reader = readers[0]
-        if reader.op_type in ("Cast", "Identity") and reader.outputs:
+        if reader.op_type in _AFTER and reader.inputs[:1] == (value,):
             value = reader.outputs[0]
             continue
-        if reader.op_type != "Mul" or len(reader.inputs) != 2:
+        if len(reader.inputs) != 2 or reader.inputs[0] == reader.inputs[1]:
             break
         other = reader.inputs[1] if reader.inputs[0] == value else reader.inputs[0]
-        if lookup.tensor(graph, other) is not None:
-            return other, lookup.array(graph, other, "scale", reader)
-        producer = graph.producer(other)
-        if producer is None or producer.op_type != "Mul":
-            break
-        stored = [n for n in producer.inputs if lookup.tensor(graph, n) is not None]
-        if not stored:
-            break
-        arrays = [lookup.array(graph, n, "scale", producer) for n in stored]
-        # The weight's scale is the per-channel one, else the second (onnxruntime's order).
-        pick = next((i for i, a in enumerate(arrays) if a.size > 1), len(arrays) - 1)
-        return stored[pick], arrays[pick]
-    raise ScaleUnknownError(what + " and no Mul after it multiplies by a stored scale")
+        if reader.op_type == "Add" and _stored(graph, _origin(graph, other), lookup):
+            value = reader.outputs[0]  # a bias in the integer result's units
+            continue
+        if reader.op_type == "Mul":
+            return reader, other
+        break
+    raise ScaleUnknownError(
+        f"quantized (scale unknown): {node.qualified_op} {node.name!r} names no scale "
+        "and no Mul after it multiplies by a stored scale"
+    )
+
+
+def _static_scale(
+    graph: Graph, node: Node, position: int, lookup: ConstantLookup
+) -> tuple[str, np.ndarray] | None:
+    """The stored per-tensor scale of the ``QuantizeLinear`` making input ``position`` of an
+    integer op (a static activation scale), else None."""
+    producer = graph.producer(_input(node, position))
+    if producer is None or producer.op_type != "QuantizeLinear" or len(producer.inputs) < 2:
+        return None
+    name = _origin(graph, producer.inputs[1])
+    if not _stored(graph, name, lookup):
+        return None
+    scale = lookup.array(graph, name, "scale", producer)
+    return (name, scale) if scale.size == 1 else None
+
+
+def _scale_after(
+    graph: Graph, node: Node, side: int, lookup: ConstantLookup
+) -> tuple[str, np.ndarray]:
+    """The scale of input ``side`` (0: A / x, 1: B / w) of an integer op, from the ``Mul``
+    that makes its result real: ``Mul(y, s)`` with ``s`` stored (divided by the other
+    input's static scale when a ``QuantizeLinear`` with a stored scale makes it), or
+    ``s = Mul(a_scale, w_scale)``: the stored factor when the other is computed (onnxruntime's
+    dynamic quantization), the per-channel one, else the one at ``side`` (onnxruntime's order)."""
+    unknown = f"quantized (scale unknown): {node.qualified_op} {node.name!r}"
+    mul, operand = _result_mul(graph, node, lookup)
+    source = _origin(graph, operand)
+    if _stored(graph, source, lookup):
+        scale = lookup.array(graph, source, "scale", mul)
+        static = _static_scale(graph, node, 1 - side, lookup)
+        if static is None:
+            return source, scale
+        return f"{source} / {static[0]}", scale / static[1].reshape(-1)[0]
+    producer = graph.producer(source)
+    if producer is None or producer.op_type != "Mul" or len(producer.inputs) != 2:
+        raise ScaleUnknownError(f"{unknown}: its scale {operand!r} is computed at run time")
+    factors = [_origin(graph, n) for n in producer.inputs]
+    arrays = [
+        lookup.array(graph, f, "scale", producer) if _stored(graph, f, lookup) else None
+        for f in factors
+    ]
+    stored = [i for i, a in enumerate(arrays) if a is not None]
+    if len(stored) == 1 and (side == 1 or stored[0] == side):
+        pick = stored[0]  # the other factor is the activation's, computed at run time
+    elif len(stored) == 2:
+        wide = [i for i in stored if (a := arrays[i]) is not None and a.size > 1]
+        if len(wide) == 1:  # per channel: the weight B's, never the activation's
+            pick = wide[0] if side == 1 else 1 - wide[0]
+        else:
+            pick = side
+    else:
+        raise ScaleUnknownError(
+            f"{unknown}: the factors of its scale {operand!r} are computed at run time"
+        )
+    found = arrays[pick]
+    assert found is not None
+    return factors[pick], found
+
+
+def _whole_scale(
+    graph: Graph, integer: Node, lookup: ConstantLookup, what: str
+) -> tuple[str, np.ndarray]:
+    """The whole scale of an integer op's result (``a_scale * w_scale``), when stored."""
+    mul, operand = _result_mul(graph, integer, lookup)
+    source = _origin(graph, operand)
+    if _stored(graph, source, lookup):
+        return source, lookup.array(graph, source, "scale", mul)
+    producer = graph.producer(source)
+    if producer is not None and producer.op_type == "Mul" and len(producer.inputs) == 2:
+        factors = [_origin(graph, n) for n in producer.inputs]
+        if all(_stored(graph, f, lookup) for f in factors):
+            a, b = (lookup.array(graph, f, "scale", producer) for f in factors)
+            return " * ".join(factors), np.multiply(a.reshape(-1), b.reshape(-1))
+    raise ScaleUnknownError(
+        f"quantized (scale unknown): {what} is scaled by {operand!r}, computed at run time"
+    )
+
+
+def _bias(
+    graph: Graph,
+    add: Node,
+    position: int,
+    name: str,
+    shape: tuple[int, ...],
+    lookup: ConstantLookup,
+    via: tuple[Node, ...],
+) -> Dequantization | None:
+    """An integer bias added to a ``MatMulInteger`` / ``ConvInteger`` result before the
+    ``Mul`` that makes it real: its scale is that whole ``Mul``'s. None for any other Add."""
+    if len(add.inputs) != 2 or any(n.op_type == "Gather" for n in via):
+        return None
+    result = add.inputs[1 - position]
+    integer = graph.producer(_origin(graph, result))
+    if integer is None or integer.op_type not in _INTEGER_OPS:
+        return None
+    what = f"the bias {name!r} of {integer.op_type} {integer.name!r}"
+    scale_name, scale = _whole_scale(graph, integer, lookup, what)
+    axis = None
+    if scale.size > 1:
+        fits = [d for d in range(len(shape)) if shape[d] == scale.size]
+        if len(fits) != 1:
+            raise TensorDataError(
+                f"{what}: its scale {scale_name!r} has {scale.size} values; "
+                f"no single axis of {shape} has that many"
+            )
+        axis = fits[0]
+        scale = scale.reshape(-1)
+    return Dequantization(
+        tensor=name, shape=shape, scale=scale, axis=axis, op=add.qualified_op, node=add.name,
+        scale_name=scale_name, via=_via_text(via),
+    )  # fmt: skip
+
+
+def _ints(node: Node, name: str) -> tuple[int, ...]:
+    attr = node.attributes.get(name)
+    value = attr.value if attr is not None else None
+    return tuple(int(v) for v in value) if isinstance(value, tuple | list) else ()
+
+
+def _placed_axis(
+    node: Node,
+    name: str,
+    shape: tuple[int, ...],
+    rule: _Rule,
+    scale: np.ndarray,
+    scale_name: str,
+    via: tuple[Node, ...],
+) -> int:
+    """The axis of ``name`` a per-axis scale runs along when ``name`` reaches the consumer
+    through carriers: followed back through Transpose, else the one axis of its size."""
+    rank = len(shape)
+    what = (
+        f"{node.op_type} {node.name!r}: scale {scale_name!r} ({scale.size} values, "
+        f"through {_via_text(via)})"
+    )
+    if _attr(node, "block_size", 0) > 0 or scale.ndim != 1:
+        raise TensorDataError(f"{what}: a blocked scale is not followed back to {name!r}")
+    if all(n.op_type in _IN_PLACE or n.op_type == "Transpose" for n in via):
+        axis = rule.axis(node, rank)
+        axis = axis + rank if axis < 0 else axis
+        for carrier in reversed(via):
+            if carrier.op_type == "Transpose":
+                perm = _ints(carrier, "perm") or tuple(reversed(range(rank)))
+                axis = perm[axis] if 0 <= axis < len(perm) else -1
+        if 0 <= axis < rank and shape[axis] == scale.size:
+            return axis
+        raise TensorDataError(f"{what} does not fit axis {axis} of {name!r} {list(shape)}")
+    fits = [d for d in range(rank) if shape[d] == scale.size]
+    if len(fits) == 1:
+        return fits[0]
+    raise TensorDataError(f"{what}: no single axis of {name!r} {list(shape)} has that many")
 
 
 def _linear(
-    graph: Graph, node: Node, name: str, shape: tuple[int, ...], rule: _Rule, lookup: ConstantLookup
+    graph: Graph,
+    node: Node,
+    name: str,
+    shape: tuple[int, ...],
+    rule: _Rule,
+    lookup: ConstantLookup,
+    via: tuple[Node, ...] = (),
 ) -> Dequantization:
     zp_name = _input(node, rule.zero_point)
     if rule.scale is None:
-        scale_name, scale = _scale_after(graph, node, lookup)
+        scale_name, scale = _scale_after(graph, node, rule.side, lookup)
         if scale.size > 1:  # shaped to broadcast over the op's output, e.g. [M, 1, 1]
             scale = scale.reshape(-1)
     else:
@@ -446,7 +664,8 @@ def _linear(
                 f"scale {scale_name!r} has {scale.shape}"
             )
     rank = len(shape)
-    if rule.expand and scale.ndim > 1 and scale.ndim + len(rule.expand) == rank:
+    moved = any(n.op_type not in _IN_PLACE for n in via)
+    if rule.expand and not moved and scale.ndim > 1 and scale.ndim + len(rule.expand) == rank:
         zp = None if zp is None else np.expand_dims(zp.reshape(scale.shape), rule.expand)
         scale = np.expand_dims(scale, rule.expand)
 
@@ -454,11 +673,16 @@ def _linear(
         return Dequantization(
             tensor=name, shape=shape, scale=scale, zero_point=zp, axis=axis,
             block_size=block_size, op=node.qualified_op, node=node.name,
-            scale_name=scale_name, zero_point_name=zp_name,
+            scale_name=scale_name, zero_point_name=zp_name, via=_via_text(via),
         )  # fmt: skip
 
     if scale.size == 1:
         return make()
+    if moved:
+        if zp is not None:
+            zp = zp.reshape(-1)
+        scale = scale.reshape(-1)
+        return make(_placed_axis(node, name, shape, rule, scale, scale_name, via))
     if rule.expand and scale.ndim == rank:
         expected = tuple(1 if d in rule.expand else shape[d] for d in range(rank))
         if scale.shape != expected:

@@ -507,3 +507,29 @@ def test_a_profile_of_another_model_is_refused_saying_how_many_names_matched(tmp
     with pytest.raises(ox.ExplorerError, match="0 of 4"):
         ex.overlay_profile(path)
     ex.close()
+
+
+def _symbolic_matmul() -> ox.Model:
+    node = helper.make_node("MatMul", ["X", "W"], ["Y"], name="/enc/MatMul")
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["batch", "sequence", 4])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["batch", "sequence", 2])],
+        [numpy_helper.from_array(np.ones((4, 2), np.float32), "W")],
+    )  # fmt: skip
+    return ox.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def test_a_macs_overlay_says_which_input_sizes_it_assumed():
+    ex = Explorer(_symbolic_matmul())
+    ex.overlay("macs")
+    assert "assumed input sizes: batch=1 (batch), sequence=128 (sequence)" in ex.overlay_note.value
+    assert ex.metrics().series("macs") == {"/enc/MatMul": 1 * 128 * 2 * 4}
+
+
+def test_explore_with_dims_binds_them_for_the_overlay_and_the_edges():
+    ex = ox.explore(_symbolic_matmul(), dims={"batch": 2, "sequence": 3})
+    ex.overlay("macs")
+    assert ex.overlay_note.value == ""  # nothing assumed, nothing to say
+    assert ex.metrics().series("macs") == {"/enc/MatMul": 2 * 3 * 2 * 4}
+    assert "2×3×2" in ex.model.graph.to_dot()

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..dtypes import DTYPES
-from ..model import INFER_AUTO_MAX_NODES, Graph, InferredTypes, Model, Node, ValueInfo
+from ..model import Graph, InferredTypes, Model, Node, ValueInfo
 from .rules import Shape
 
 #: GraphDef ops whose (first) output has their first input's shape.
@@ -28,10 +28,13 @@ def inferred_types(
     input_shapes: Mapping[str, tuple[int, ...]] | None = None,
 ) -> InferredTypes | None:
     """The format's type inference (the model's own, shared with the drawing), on inputs
-    bound to ``input_shapes`` when given, or None when not run; never raises."""
+    bound to ``input_shapes`` when given, or None when not run; never raises.
+
+    Unlike the first view (which skips it past :data:`INFER_AUTO_MAX_NODES` nodes),
+    metrics are asked for: inference runs at any size unless ``infer`` is False (2.8 s
+    for 100,000 nodes here, with data propagation), since without it every MAC of a
+    graph whose file stores no shapes would be unknown."""
     if model is None or model.type_inference is None or infer is False:
-        return None
-    if infer is None and len(graph.nodes) > INFER_AUTO_MAX_NODES:
         return None
     return model.inferred_types(input_shapes)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -194,10 +194,10 @@ class Explorer(widgets.VBox):
         if reduce not in REDUCES:
             raise ValueError(f"reduce must be 'sum' or 'max', not {reduce!r}")
         # The values first: one that is refused must not cancel a pick still computing.
-        args, picked = self._overlay_request(series_or_values, name, log, reduce, dims)
+        args, picked, note = self._overlay_request(series_or_values, name, log, reduce, dims)
         with self._overlay_lock:
             self._overlay_pick += 1  # a dropdown pick still computing must not paint over this
-            self._show_overlay(args, picked, log)
+            self._show_overlay(args, picked, log, note)
 
     def _overlay_request(
         self,
@@ -206,19 +206,26 @@ class Explorer(widgets.VBox):
         log: bool,
         reduce: Reduce,
         dims: Mapping[str, int] | None = None,
-    ) -> tuple[_OverlayArgs | None, str]:
-        """What to paint (None: no colours) and what the dropdown then shows."""
+    ) -> tuple[_OverlayArgs | None, str, str]:
+        """What to paint (None: no colours), what the dropdown then shows, and the note
+        under it (for a metrics series: the input sizes assumed, the nodes unknown)."""
         if isinstance(series_or_values, str):
             values = self._series(series_or_values, dims)
             picked = series_or_values if not name else _CUSTOM
-            return (values, name or series_or_values, bool(log), reduce), picked
+            note = metrics_note(self.metrics(dims), series_or_values)
+            return (values, name or series_or_values, bool(log), reduce), picked, note
         if series_or_values is not None:
-            return (checked_values(series_or_values), name or "value", bool(log), reduce), _CUSTOM
-        return None, ""
+            values = checked_values(series_or_values)
+            return (values, name or "value", bool(log), reduce), _CUSTOM, ""
+        return None, "", ""
 
-    def _show_overlay(self, args: _OverlayArgs | None, picked: str, log: bool) -> None:
+    def _show_overlay(
+        self, args: _OverlayArgs | None, picked: str, log: bool, note: str = ""
+    ) -> None:
         self._overlay_args = args
         self._paint(args)
+        if note:
+            self.overlay_note.value = h.STYLE + "<br>".join(map(h.muted, note.splitlines()))
         if args is not None:
             self._follow_picker(picked, bool(log))
 
@@ -338,10 +345,10 @@ class Explorer(widgets.VBox):
             if series is not None:
                 self.metrics()  # the slow part, cached
             log = self.overlay_log.value
-            args, picked = self._overlay_request(series, None, log, "sum")
+            args, picked, note = self._overlay_request(series, None, log, "sum")
             with self._overlay_lock:
                 if pick == self._overlay_pick:
-                    self._show_overlay(args, picked, log)
+                    self._show_overlay(args, picked, log, note)
         except Exception as exc:  # a dropdown pick must not raise into the front end
             self.overlay_note.value = h.STYLE + h.muted(f"cannot colour by {series}: {exc}")
 
@@ -492,15 +499,36 @@ def _picker_options() -> list[tuple[str, str]]:
     return [("none", ""), *((series, series) for series in BUILT_IN_SERIES)]
 
 
+def metrics_note(result: Metrics, series: str) -> str:
+    """One or two lines under a metrics overlay: the input sizes assumed and what is
+    not counted (the same words as ``onnx-explorer metrics``)."""
+    lines = [result.assumed_line] if result.assumed_line else []
+    unknown = result.unknown["macs" if series == "macs" else "activation_bytes"]
+    if series in ("macs", "activation_bytes") and unknown:
+        ops = ", ".join(f"{op} ×{n}" for op, n in list(result.unknown_ops.items())[:4])
+        why = f" (no MAC rule: {ops})" if ops and series == "macs" else ""
+        lines.append(f"{series} unknown for {unknown:,} nodes, drawn uncoloured{why}")
+    return "\n".join(lines)
+
+
 def explore(
     source: str | os.PathLike[str] | bytes | Any,
     *,
     external_data_dir: str | os.PathLike[str] | None = None,
     max_nodes: int | None = None,
+    dims: Mapping[str, int] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> Explorer:
-    """Open a model (path, bytes, ``onnx.ModelProto`` or a loaded Model) in the explorer."""
+    """Open a model (path, bytes, ``onnx.ModelProto`` or a loaded Model) in the explorer.
+
+    ``dims`` (symbol → size) and ``input_shapes`` (input → whole shape) choose the input
+    sizes that edge labels, metrics overlays and runs use (:meth:`Model.bind`); sizes
+    not given are assumed as :mod:`onnx_explorer.bindings` says, and said in the view.
+    """
     warm_up()  # the shape-inference worker imports onnx while the model loads
     model = (
         source if isinstance(source, Model) else load(source, external_data_dir=external_data_dir)
     )
+    if dims or input_shapes:
+        model.bind(dims=dims, input_shapes=input_shapes)
     return Explorer(model, max_nodes=max_nodes)
