@@ -669,3 +669,30 @@ def test_derived_sizes_come_from_inference_on_the_bound_model():
     )  # fmt: skip
     rows = {r["name"]: r for r in ox.metrics(model, dims={"n": 10}, shapes="infer").rows}
     assert rows["mm"]["macs"] == 10 * 2 * 3 * 2
+
+
+def test_a_savedmodels_network_is_counted_through_its_function_calls():
+    # TF2 SavedModel: serving_default_x → StatefulPartitionedCall → the signature wrapper
+    # → StatefulPartitionedCall → __inference___call___26 (MatMul, AddV2, Relu, MatMul),
+    # with every batch dim stored as -1: sized from the call site's bound input.
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "savedmodel" / "tf2_mlp"
+    result = ox.metrics(ox.load(path), dims={"serving_default_x.0": 8})
+    calls = {r["name"]: r["macs"] for r in result.rows}
+    assert calls["StatefulPartitionedCall"] == 8 * 4 * 8 + 8 * 8 + 8 * 8 + 8 * 8 * 3
+    assert result.assumed_line == ""
+    default = ox.metrics(ox.load(path))
+    assert "serving_default_x.0=1 (batch)" in default.assumed_line
+
+
+def test_a_frozen_graphdef_without_stored_shapes_is_sized_from_its_bound_input():
+    # Conv2D (SAME) → BiasAdd → Relu → MaxPool 2×2 → Reshape [-1, 128] → MatMul:
+    # no _output_shapes in the file, the batch -1; every size follows from image.0.
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "graphdef" / "cnn_frozen.pb"
+    rows = {r["name"]: r["macs"] for r in ox.metrics(ox.load(path), dims={"image.0": 2}).rows}
+    assert rows["conv1/Conv2D"] == 2 * 8 * 8 * 8 * (3 * 3 * 3)
+    assert rows["pool"] == 2 * 4 * 4 * 8 * (2 * 2)
+    assert rows["dense/MatMul"] == 2 * 10 * 128

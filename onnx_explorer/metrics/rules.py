@@ -264,11 +264,44 @@ def _pool(kernel_attr: str, skip: int) -> Rule:
 
 # -- GraphDef (TensorFlow) -----------------------------------------------------------
 def _tf_conv(s: NodeShapes) -> int | None:
-    """Conv2D/Conv3D: output elements × filter (kh, kw, in, out) without its last dim."""
-    out, f = elements(s.output(0)), s.input(1)
+    """Conv2D/Conv3D: output elements × filter (kh, kw, in, out) without its last dim
+    (the output's size worked out from the input where the file says ``-1``)."""
+    f = s.input(1)
+    out = elements(s.output(0) or tf_conv_output(s, f))
     if out is None or f is None or len(f) < 2:
         return None
     return out * math.prod(f[:-1])
+
+
+def tf_conv_output(s: NodeShapes, f: Shape | None, pooling: bool = False) -> Shape | None:
+    """A TensorFlow convolution's output shape from its input, filter, strides, dilations
+    and padding (SAME: ceil(in / stride); VALID: ceil((in - (k - 1)·d) / stride)); with
+    ``pooling``, ``f`` is the window ``ksize`` (batch and channel included) and the
+    channels stay."""
+    x = s.input(0)
+    if x is None or f is None or len(x) != len(f) or len(x) < 3:
+        return None
+    spatial = len(x) - 2
+    first = 2 if str(s.attr("data_format", "NHWC")).startswith("NC") else 1
+    if pooling:  # ksize is laid out like the input: as a filter (k…, in, out = in)
+        channels = x[1] if first == 2 else x[-1]
+        f = (*f[first : first + spatial], channels, channels)
+    strides = list(s.attr("strides") or [1] * len(x))
+    dilations = list(s.attr("dilations") or [1] * len(x))
+    padding = str(s.attr("padding", "VALID"))
+    if padding not in ("SAME", "VALID") or len(strides) != len(x) or len(dilations) != len(x):
+        return None
+    sizes = []
+    for k in range(spatial):
+        size, stride, dilation = x[first + k], int(strides[first + k]), int(dilations[first + k])
+        if stride <= 0:
+            return None
+        reach = size if padding == "SAME" else size - (f[k] - 1) * dilation
+        sizes.append(max(0, -(-reach // stride)))
+    channels = f[-1]
+    if first == 2:
+        return (x[0], channels, *sizes)
+    return (x[0], *sizes, channels)
 
 
 def _tf_depthwise(s: NodeShapes) -> int | None:
@@ -288,12 +321,23 @@ def _tf_conv_backprop_input(s: NodeShapes) -> int | None:
     return grad * math.prod(f[:3])
 
 
-def _tf_matmul(transpose_attr: str) -> Rule:
+def _tf_matmul(transpose_a: str, transpose_b: str) -> Rule:
+    """Output elements × the shared dimension; where the file says ``-1`` for the output,
+    its size comes from the inputs ((…, M, K) @ (…, K, N), either transposed)."""
+
     def rule(s: NodeShapes) -> int | None:
-        out, a = elements(s.output(0)), s.input(0)
-        if out is None or a is None or len(a) < 2:
+        a, b = s.input(0), s.input(1)
+        if a is None or len(a) < 2:
             return None
-        return out * (a[-2] if s.attr(transpose_attr, False) else a[-1])
+        k = a[-2] if s.attr(transpose_a, False) else a[-1]
+        out = elements(s.output(0))
+        if out is None:
+            if b is None or len(b) < 2:
+                return None
+            m = a[-1] if s.attr(transpose_a, False) else a[-2]
+            n = b[-2] if s.attr(transpose_b, False) else b[-1]
+            out = math.prod(a[:-2]) * m * n
+        return out * k
 
     return rule
 
@@ -419,10 +463,10 @@ GRAPHDEF_RULES: dict[str, Rule] = {
     "Conv3D": _tf_conv,
     "DepthwiseConv2dNative": _tf_depthwise,
     "Conv2DBackpropInput": _tf_conv_backprop_input,
-    "MatMul": _tf_matmul("transpose_a"),
-    "BatchMatMul": _tf_matmul("adj_x"),
-    "BatchMatMulV2": _tf_matmul("adj_x"),
-    "BatchMatMulV3": _tf_matmul("adj_x"),
+    "MatMul": _tf_matmul("transpose_a", "transpose_b"),
+    "BatchMatMul": _tf_matmul("adj_x", "adj_y"),
+    "BatchMatMulV2": _tf_matmul("adj_x", "adj_y"),
+    "BatchMatMulV3": _tf_matmul("adj_x", "adj_y"),
     "MaxPool": _pool("ksize", 0),
     "AvgPool": _pool("ksize", 0),
     "MaxPool3D": _pool("ksize", 0),

@@ -8,6 +8,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ..dtypes import DTYPES
 from ..model import Graph, InferredTypes, Model, Node, ValueInfo
 from .rules import Shape
@@ -16,9 +18,17 @@ from .rules import Shape
 _SAME_SHAPE = (
     "Identity BiasAdd Relu Relu6 Elu Selu Sigmoid Tanh Softmax LogSoftmax Softplus Softsign "
     "Neg Abs Exp Log Sqrt Rsqrt Square Erf FusedBatchNorm FusedBatchNormV2 FusedBatchNormV3 "
-    "LeakyRelu StopGradient"
+    "LeakyRelu StopGradient Cast"
 )
 SAME_SHAPE_OPS = frozenset(_SAME_SHAPE.split())
+#: GraphDef binary ops whose output is their inputs' broadcast.
+_BROADCAST = "Add AddV2 Sub Mul RealDiv Div Maximum Minimum SquaredDifference Pow FloorDiv FloorMod"
+BROADCAST_OPS = frozenset(_BROADCAST.split())
+#: GraphDef windowed ops whose output size follows from input, window, strides, padding.
+WINDOW_OPS = frozenset({"Conv2D", "Conv3D", "MaxPool", "AvgPool", "MaxPool3D", "AvgPool3D"})
+#: GraphDef products whose output size follows from their inputs.
+MATMUL_OPS = {"MatMul": ("transpose_a", "transpose_b"), "BatchMatMul": ("adj_x", "adj_y"),
+              "BatchMatMulV2": ("adj_x", "adj_y"), "BatchMatMulV3": ("adj_x", "adj_y")}  # fmt: skip
 
 
 def inferred_types(
@@ -66,8 +76,12 @@ class GraphShapes:
         *,
         found_first: bool = False,
         observed: Mapping[str, ValueInfo] | None = None,
+        bound_inputs: Mapping[str, Shape] | None = None,
     ) -> None:
         self.graph = graph
+        # Concrete shapes of this graph's inputs: the binding's (main graph) or a call
+        # site's (a function body), over what the file declares.
+        self._bound_inputs: Mapping[str, Shape] = bound_inputs or {}
         self._declared: dict[str, ValueInfo] = dict(graph.value_info)
         for info in (*graph.declared_inputs, *graph.outputs):
             self._declared[info.name] = info
@@ -90,12 +104,21 @@ class GraphShapes:
         observed = self._observed.get(name)
         if observed is not None:
             return observed
+        bound = self._bound_inputs.get(name)
+        if bound is not None:
+            declared_input = self._declared.get(name)
+            dtype = declared_input.dtype if declared_input is not None else None
+            return ValueInfo(name, dtype or "", dtype, bound)
         if self._found_first:
             found = self._inferred.get(name)
             if found is not None and found.shape is not None and _concrete(found.shape):
                 return found
         declared = self._declared.get(name)
         if declared is not None and declared.shape is not None and declared.dtype:
+            if self.graph_format == "graphdef" and not _concrete(declared.shape):
+                passed = self._passed_through(name)  # -1 sizes: the input's may be known
+                if passed is not None and passed.shape is not None and _concrete(passed.shape):
+                    return passed
             return declared
         inferred = self._inferred.get(name)
         if inferred is not None and inferred.shape is not None:
@@ -112,21 +135,94 @@ class GraphShapes:
         return declared or inferred
 
     def _passed_through(self, name: str) -> ValueInfo | None:
-        """A GraphDef file without ``_output_shapes``: ops whose output has their first
-        input's shape (Identity, BiasAdd, activations) take it from there."""
+        """A GraphDef value whose size the file does not give (no ``_output_shapes``, or
+        ``-1``): ops whose output has their first input's shape (Identity, BiasAdd,
+        activations) take it from there, binary element-wise ops the inputs' broadcast."""
         if self.graph_format != "graphdef" or name in self._passing:
             return None
         node = self.graph.producer(name)
-        if node is None or node.op_type not in SAME_SHAPE_OPS or not node.inputs:
+        if node is None or not node.inputs:
+            return None
+        if node.op_type in MATMUL_OPS or node.op_type in WINDOW_OPS:
+            return self._product_output(name, node)
+        if node.op_type == "Reshape" and len(node.inputs) == 2:
+            return self._reshaped(name, node)
+        same = node.op_type in SAME_SHAPE_OPS
+        if not same and (node.op_type not in BROADCAST_OPS or len(node.inputs) != 2):
             return None
         self._passing.add(name)  # a cycle of such ops (a broken file) ends here
         try:
-            found = self.info(node.inputs[0])
+            found = [self.info(i) for i in (node.inputs[:1] if same else node.inputs)]
         finally:
             self._passing.discard(name)
-        if found is None or found.shape is None:
+        if any(f is None or f.shape is None or not _concrete(f.shape) for f in found):
             return None
-        return ValueInfo(name, found.type, found.dtype, found.shape)
+        first = found[0]
+        assert first is not None and first.shape is not None
+        shape: tuple[Any, ...] = first.shape
+        if not same:
+            try:
+                sizes = [
+                    tuple(d for d in f.shape or () if isinstance(d, int))
+                    for f in found
+                    if f is not None
+                ]  # every dim is an int: _concrete above
+                shape = np.broadcast_shapes(*sizes)
+            except ValueError:  # shapes that do not broadcast: a broken file
+                return None
+        return ValueInfo(name, first.type, first.dtype, tuple(shape))
+
+    def _product_output(self, name: str, node: Node) -> ValueInfo | None:
+        """A GraphDef MatMul's or convolution's output from its inputs' sizes."""
+        from .rules import tf_conv_output
+
+        view = NodeView(node, self)
+        self._passing.add(name)
+        try:
+            a, b = view.input(0), view.input(1)
+            if node.op_type in MATMUL_OPS:
+                if a is None or b is None or len(a) < 2 or len(b) < 2:
+                    return None
+                transpose_a, transpose_b = MATMUL_OPS[node.op_type]
+                m = a[-1] if view.attr(transpose_a, False) else a[-2]
+                n = b[-2] if view.attr(transpose_b, False) else b[-1]
+                shape: Shape | None = (*a[:-2], m, n)
+            elif node.op_type in ("Conv2D", "Conv3D"):
+                shape = tf_conv_output(view, b)
+            else:  # pooling: the window is ``ksize``, channels stay
+                kernel = view.attr("ksize")
+                window = tuple(int(k) for k in kernel) if kernel else None
+                shape = tf_conv_output(view, window, pooling=True)
+        finally:
+            self._passing.discard(name)
+        if shape is None:
+            return None
+        declared = self._declared.get(name)
+        dtype = declared.dtype if declared is not None else None
+        return ValueInfo(name, dtype or "", dtype, shape)
+
+    def _reshaped(self, name: str, node: Node) -> ValueInfo | None:
+        """A GraphDef Reshape to a constant target (one ``-1`` taken from the input)."""
+        self._passing.add(name)
+        try:
+            source = self.shape(node.inputs[0])
+        finally:
+            self._passing.discard(name)
+        target = self.graph.initializers.get(node.inputs[1]) or self._constants.get(node.inputs[1])
+        if source is None or target is None or target.size > 64 or len(target.shape) != 1:
+            return None
+        try:
+            sizes = [int(v) for v in target.numpy().reshape(-1)]
+        except Exception:  # an unreadable target leaves the size unknown
+            return None
+        known = math.prod(v for v in sizes if v >= 0)
+        if sizes.count(-1) > 1 or any(v < -1 for v in sizes) or (-1 in sizes and not known):
+            return None
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = math.prod(source) // known
+        declared = self._declared.get(name)
+        dtype = declared.dtype if declared is not None else None
+        return ValueInfo(name, dtype or "", dtype, tuple(sizes))
 
     def shape(self, name: str) -> Shape | None:
         """Sizes of ``name``'s dims, bound symbols included; None if any is unknown (an

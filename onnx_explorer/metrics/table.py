@@ -183,7 +183,10 @@ def metrics(
     graph_format = model.format if model is not None else "onnx"
     found_first = symbolic and inferred is not None and not inferred.error
     shapes_from = "inference" if found_first else "file"
+    # GraphDef has no inference: its placeholders take the bound shapes directly.
+    bound_inputs = dict(binding.shapes) if graph_format == "graphdef" else {}
     walker = _Walker(graph_format, inferred, binding.dims, model, found_first)
+    walker.bound_inputs = bound_inputs
     rows = walker.rows(graph)
     if (
         model is not None
@@ -207,6 +210,7 @@ def metrics(
                 graph_format, inferred, binding.dims, model, found_first,
                 observed.types.get(id(graph)),
             )  # fmt: skip
+            walker.bound_inputs = bound_inputs
             rows = walker.rows(graph)
             shapes_from = "onnxruntime run"
     return Metrics(
@@ -260,14 +264,21 @@ class _Walker:
         self.shape_unknown = 0  # nodes with a rule whose shapes were unknown
         self.claimed: set[int] = set()  # id() of weights already counted
         self._calls: list[str] = []  # functions being walked (recursion guard)
+        self.bound_inputs: dict[str, tuple[int, ...]] = {}  # the main graph's (GraphDef)
 
     def rows(
-        self, graph: Graph, outer: GraphShapes | None = None, outer_weights: Any = None
+        self,
+        graph: Graph,
+        outer: GraphShapes | None = None,
+        outer_weights: Any = None,
+        arguments: Mapping[str, tuple[int, ...]] | None = None,
     ) -> list[dict[str, Any]]:
+        main = outer is None and arguments is None
         shapes = GraphShapes(
             graph, self.inferred, self.dims, self.unresolved, outer, self.graph_format,
             found_first=self.found_first,
-            observed=self.observed if outer is None else None,
+            observed=self.observed if main else None,
+            bound_inputs=self.bound_inputs if main else arguments,
         )  # fmt: skip
         weights = _Weights(graph, outer_weights)
         rows = []
@@ -301,7 +312,7 @@ class _Walker:
         rule = rule_for(node, self.graph_format)
         view = NodeView(node, shapes)
         if function is not None:
-            macs, p, pb = self._call(function, weights)
+            macs, p, pb = self._call(function, weights, view)
             params, param_bytes = params + p, param_bytes + pb
         elif rule is None:
             self.no_rule[_op_name(node)] = self.no_rule.get(_op_name(node), 0) + 1
@@ -355,15 +366,23 @@ class _Walker:
             return (None if steps is None else steps * sum(known)), params, param_bytes
         return sum(known), params, param_bytes
 
-    def _call(self, function: Function, weights: _Weights) -> tuple[int | None, int, int]:
-        """A local function's body, walked as a graph of its own (its inputs' sizes
-        are what the body's value types say: often unknown in ONNX functions)."""
+    def _call(
+        self, function: Function, weights: _Weights, call: NodeView
+    ) -> tuple[int | None, int, int]:
+        """A local function's body, walked as a graph of its own, its inputs sized by
+        the call site (values inside take the sizes the body's types say: TensorFlow
+        stores them, ONNX functions mostly do not)."""
         key = f"{function.domain}::{function.name}"
         if key in self._calls or len(self._calls) >= _MAX_CALL_DEPTH:
             return None, 0, 0
+        arguments: dict[str, tuple[int, ...]] = {}
+        for i, info in enumerate(function.graph.inputs):
+            shape = call.input(i) if i < len(call.node.inputs) else None
+            if shape is not None:
+                arguments[info.name] = shape
         self._calls.append(key)
         try:
-            inner_rows = self.rows(function.graph, None, weights)
+            inner_rows = self.rows(function.graph, None, weights, arguments)
         finally:
             self._calls.pop()
         values = [r["macs"] for r in inner_rows]

@@ -160,9 +160,13 @@ def _body(
         value = attrs.get("value")
         if n.op == "Const" and value is not None and value.kind == "TENSOR":
             initializers[name] = value.value
-        if not in_function and "_output_shapes" in n.attr:
+        if "_output_shapes" in n.attr:
             shapes = n.attr["_output_shapes"].list.shape
             guess = output_dtype(node) if len(shapes) == 1 else None
+            if in_function:  # outputs named by argument ("MatMul:product:0"): one is sure
+                if len(shapes) == 1 and len(outputs) == 1:
+                    value_info[outputs[0]] = _value(outputs[0], guess, shape_dims(shapes[0]))
+                continue
             for k, shape in enumerate(shapes):
                 value_name = name if k == 0 else f"{name}:{k}"
                 value_info[value_name] = _value(value_name, guess, shape_dims(shape))
@@ -203,14 +207,31 @@ def _main_graph(reader: AttrReader, proto: Any, name: str) -> Graph:
     )
 
 
-def _arg_value(arg: Any, name: str, doc: str = "") -> ValueInfo:
+def _arg_value(
+    arg: Any, name: str, doc: str = "", shape: tuple[Dim, ...] | None = None
+) -> ValueInfo:
     if arg.type:
-        return _value(name, tf_type_name(int(arg.type)), None, doc)
+        return _value(name, tf_type_name(int(arg.type)), shape, doc)
     param = arg.type_attr or arg.type_list_attr
     kind = f"tensor({param})" if param else ""
     if arg.number_attr and kind:
         kind = f"{arg.number_attr} × {kind}"
     return ValueInfo(name, kind, None, None, doc)
+
+
+def _arg_shape(fdef: Any, index: int) -> tuple[Dim, ...] | None:
+    """An argument's shape, as TensorFlow records it: ``_output_shapes`` in the
+    argument's ``arg_attr``, else the function's ``_input_shapes`` list."""
+    arg_attr = fdef.arg_attr.get(index) if index in fdef.arg_attr else None
+    if arg_attr is not None and "_output_shapes" in arg_attr.attr:
+        shapes = arg_attr.attr["_output_shapes"].list.shape
+        if len(shapes) == 1:
+            return shape_dims(shapes[0])
+    if "_input_shapes" in fdef.attr:
+        shapes = fdef.attr["_input_shapes"].list.shape
+        if index < len(shapes):
+            return shape_dims(shapes[index])
+    return None
 
 
 def function_path(name: str) -> str:
@@ -232,9 +253,12 @@ def _function(reader: AttrReader, fdef: Any) -> Function:
     graph = Graph(
         name=sig.name,
         nodes=body.nodes,
-        inputs=tuple(_arg_value(a, a.name) for a in sig.input_arg),
+        inputs=tuple(
+            _arg_value(a, a.name, shape=_arg_shape(fdef, i)) for i, a in enumerate(sig.input_arg)
+        ),
         outputs=outputs,
         initializers=body.initializers,
+        value_info=body.value_info,
         doc_string=sig.summary or sig.description,
         path=path,
     )
