@@ -271,7 +271,7 @@ def _checkpoint_tensors(model):
     return found
 
 
-@pytest.mark.parametrize("name", ["tf2_mlp", "tf1_mlp", "tf1_ckpt/model.ckpt.meta"])
+@pytest.mark.parametrize("name", ["tf2_mlp", "tf1_mlp", "tf1_ckpt/model.ckpt.meta", "keras_adam"])
 def test_tensorflow_written_checkpoints_read_back_exactly(name):
     model = ox.load(TF_DATA / name)
     tensors = _checkpoint_tensors(model)
@@ -369,3 +369,22 @@ def test_cli_weights_and_the_explorer_take_a_saved_model(saved, capsys):
     assert "dense/kernel" in out and "external" in out
     explorer = ox.explore(saved)
     assert explorer.model.graph.has_node("StatefulPartitionedCall")
+
+
+def test_keras_optimizer_slots_and_metric_variables_all_get_their_values():
+    # A Keras 2 model saved by TensorFlow after one epoch of Adam: 20 VarHandleOps, the
+    # three metrics each own a "total" and a "count" (uniquified total_1, total_2 in
+    # the graph, plain "total" in the object graph).
+    model = ox.load(TF_DATA / "keras_adam")
+    variables = [n for n in model.graph.nodes if n.op_type == "VarHandleOp"]
+    assert len(variables) == 20
+    missing = [n.name for n in variables if n.outputs[0] not in model.graph.initializers]
+    assert missing == []
+    want = EXPECTED["keras_adam"]
+    for node in variables:
+        key = node.metadata_props["checkpoint key"]
+        got = model.graph.initializers[node.outputs[0]].numpy()
+        np.testing.assert_array_equal(got.reshape(-1), want[key]["values"], err_msg=key)
+    by_key = {n.metadata_props["checkpoint key"]: n.name for n in variables}
+    assert by_key["keras_api/metrics/1/total/.ATTRIBUTES/VARIABLE_VALUE"] == "total_1"
+    assert by_key["keras_api/metrics/2/count/.ATTRIBUTES/VARIABLE_VALUE"] == "count_2"

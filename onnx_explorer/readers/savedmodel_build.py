@@ -130,6 +130,49 @@ def _variable_nodes(graph: Graph) -> dict[str, Node]:
     return found
 
 
+def _unclaimed(
+    name: str, by_name: dict[str, Node], claimed: set[str], tensor: Tensor
+) -> Node | None:
+    """The variable node ``name`` stands for: the node of that name, else — when that
+    one is taken — the first of ``name_1``, ``name_2``… not yet claimed whose declared
+    dtype and shape agree with the tensor. TensorFlow uniquifies shared names in creation
+    order (three Keras metrics each own a ``total``), while the object graph keeps the
+    plain name."""
+    node = by_name.get(name)
+    if node is None or node.name not in claimed:
+        return node
+    for k in range(1, len(by_name) + 1):
+        node = by_name.get(f"{name}_{k}")
+        if node is None:
+            return None
+        if node.name not in claimed and _agrees(node, tensor):
+            return node
+    return None
+
+
+def _agrees(node: Node, tensor: Tensor) -> bool:
+    """True when a variable node's declared dtype and shape (if any) are the tensor's."""
+    dtype, shape = node.attributes.get("dtype"), node.attributes.get("shape")
+    if dtype is not None and dtype.kind == "TYPE" and str(dtype.value) != tensor.dtype_name:
+        return False
+    if shape is not None and shape.kind == "SHAPE":
+        dims = _shape_value(shape.value)
+        if dims is not None and dims != tuple(tensor.shape):
+            return False
+    return True
+
+
+def _shape_value(value: Any) -> tuple[int, ...] | None:
+    """A SHAPE attribute's dims when all are known (its text form ``[4, 8]``)."""
+    text = str(value).strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    parts = [p.strip() for p in text[1:-1].split(",") if p.strip()]
+    if not all(p.isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
 def _with_variables(
     graph: Graph, meta: Any, bundle: Bundle
 ) -> tuple[list[Node], dict[str, Tensor], dict[str, ValueInfo]]:
@@ -137,10 +180,12 @@ def _with_variables(
     object_names = _object_paths(meta)
     keys_of: dict[str, str] = {}  # node name → checkpoint key
     initializers: dict[str, Tensor] = {}
+    claimed: set[str] = set()
     for key in bundle.tensors:
-        node = by_name.get(object_names.get(key, key))
-        if node is not None and node.name not in keys_of:
+        node = _unclaimed(object_names.get(key, key), by_name, claimed, bundle.tensors[key])
+        if node is not None:
             keys_of[node.name] = key
+            claimed.add(node.name)
         else:
             initializers[key] = bundle.tensors[key]
     nodes: list[Node] = []

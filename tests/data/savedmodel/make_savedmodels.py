@@ -1,6 +1,6 @@
 """Write the TensorFlow-made SavedModels next to this script (run once, with TensorFlow).
 
-    python -m venv /tmp/tfvenv && /tmp/tfvenv/bin/pip install tensorflow-cpu
+    python -m venv /tmp/tfvenv && /tmp/tfvenv/bin/pip install tensorflow-cpu tf-keras
     /tmp/tfvenv/bin/python tests/data/savedmodel/make_savedmodels.py
 
 Made with tensorflow-cpu 2.21.0. Writes:
@@ -11,6 +11,7 @@ Made with tensorflow-cpu 2.21.0. Writes:
 * ``tf1_mlp/``: a TF1 graph saved with ``tf.compat.v1.saved_model.Builder`` (``VariableV2``
   nodes, checkpoint keys = variable names, tags ``serve``), and ``tf1_ckpt/model.ckpt.meta``
   + checkpoint from ``tf.compat.v1.train.Saver``;
+* ``keras_adam/``: a Keras 2 model with Adam's slot variables and metric variables;
 * ``expected.json``: every checkpoint tensor's values (as lists), for the tests.
 """
 
@@ -102,9 +103,38 @@ def _jsonable(value) -> dict:
     }
 
 
+def keras_adam() -> dict:
+    """A Keras 2 model trained one epoch with Adam and three metrics, saved with
+    ``model.save(..., save_format="tf")``: optimizer slot variables and metric variables
+    (three ``total``/``count`` pairs, uniquified as ``total_1``...) in the checkpoint."""
+    import os
+
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import tf_keras as keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                              keras.layers.Dense(3)])  # fmt: skip
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="mse",
+                  metrics=["mae", keras.metrics.RootMeanSquaredError()])  # fmt: skip
+    x = np.random.default_rng(0).standard_normal((16, 4)).astype(np.float32)
+    model.fit(x, np.zeros((16, 3), np.float32), epochs=1, verbose=0)
+    out = HERE / "keras_adam"
+    shutil.rmtree(out, ignore_errors=True)
+    model.save(str(out), save_format="tf")
+    shutil.rmtree(out / "assets", ignore_errors=True)
+    reader = tf.train.load_checkpoint(str(out / "variables" / "variables"))
+    return {
+        k: _jsonable(reader.get_tensor(k))
+        for k in reader.get_variable_to_shape_map()
+        if k != "_CHECKPOINTABLE_OBJECT_GRAPH"
+    }
+
+
 def main() -> None:
     expected = {"tf_version": tf.__version__, "tf2_mlp": tf2()}
     expected["tf1_mlp"], expected["tf1_ckpt"] = tf1()
+    expected["keras_adam"] = keras_adam()
     (HERE / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
 
 
