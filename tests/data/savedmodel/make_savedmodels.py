@@ -124,11 +124,7 @@ def keras_adam() -> dict:
     model.save(str(out), save_format="tf")
     shutil.rmtree(out / "assets", ignore_errors=True)
     reader = tf.train.load_checkpoint(str(out / "variables" / "variables"))
-    return {
-        k: _jsonable(reader.get_tensor(k))
-        for k in reader.get_variable_to_shape_map()
-        if k != "_CHECKPOINTABLE_OBJECT_GRAPH"
-    }
+    return {k: _jsonable(reader.get_tensor(k)) for k in reader.get_variable_to_shape_map()}
 
 
 def main() -> None:
