@@ -153,7 +153,8 @@ def metrics(
     is False; at any size: 2.8 s for 100,000 nodes here), and where it
     leaves a compute op's shape unknown, the shapes of one onnxruntime run on generated
     inputs (``shapes="auto"``, when onnxruntime is installed, ``infer`` is not False and
-    the graph has at most 20,000 nodes; ``"run"`` always, ``"infer"`` never). MAC conventions:
+    the graph has at most 20,000 nodes and 1 GB of weights; ``"run"`` always,
+    ``"infer"`` never). MAC conventions:
     :mod:`onnx_explorer.metrics.rules`.
     """
     if shapes not in ("auto", "infer", "run"):
@@ -225,9 +226,12 @@ def metrics(
 
 
 def _can_observe(graph: Graph) -> bool:
-    """True when a run may stand in for inference: onnxruntime is there, the graph small
-    enough to hold every value at once."""
+    """True when a run may stand in for inference by itself: onnxruntime is there, the
+    graph small enough to hold every value at once and its weights to load in a moment
+    (an LLM's 28 GB are not read to size a few symbols: ``shapes="run"`` asks for it)."""
     if len(graph.nodes) > OBSERVE_MAX_NODES:
+        return False
+    if sum(t.nbytes for t in graph.initializers.values()) > OBSERVE_MAX_WEIGHT_BYTES:
         return False
     try:
         return importlib.util.find_spec("onnxruntime") is not None
@@ -238,6 +242,8 @@ def _can_observe(graph: Graph) -> bool:
 #: Largest graph whose shapes an onnxruntime run supplies automatically (one session
 #: holds every value until the end).
 OBSERVE_MAX_NODES = 20_000
+#: Largest weights an automatic run loads (all of them go into onnxruntime's session).
+OBSERVE_MAX_WEIGHT_BYTES = 1 << 30
 _MAX_CALL_DEPTH = 16  # nested function calls followed (a recursive file ends here)
 
 
