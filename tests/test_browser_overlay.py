@@ -35,7 +35,7 @@ CELLS = [
     """\
 import onnx_explorer as ox
 from onnx_explorer import samples
-ex = ox.explore(samples.tiny_transformer())
+ex = ox.explore(samples.tiny_transformer(), dims={"batch": 1, "sequence": 1})
 ex""",
     """\
 ex.graph_view.wait(60)

@@ -27,6 +27,33 @@ export const WIDGET_VIEW_MIMETYPE = 'application/vnd.jupyter.widget-view+json';
 export const STATIC_MIMETYPE = 'text/html';
 
 /** What the renderer shows; also written to the node as `data-oxe-state` (tests read it). */
+/**
+ * A drawing wider or taller than its scroll box opens on the model's beginning, not on
+ * its empty top-left corner: the topmost graph input (an ellipse), else the topmost node,
+ * is scrolled to the box's horizontal centre and near its top.
+ */
+export function scrollToStart(root: HTMLElement): void {
+  for (const box of Array.from(root.querySelectorAll<HTMLElement>('div'))) {
+    const svg = box.querySelector(':scope > svg');
+    if (!svg || (box.scrollWidth <= box.clientWidth && box.scrollHeight <= box.clientHeight)) {
+      continue;
+    }
+    const nodes = Array.from(svg.querySelectorAll('g.node'));
+    const inputs = nodes.filter(g => g.querySelector('ellipse'));
+    const candidates = inputs.length ? inputs : nodes;
+    if (!candidates.length) {
+      continue;
+    }
+    const boxRect = box.getBoundingClientRect();
+    const rects = candidates.map(g => g.getBoundingClientRect());
+    const start = rects.reduce((best, r) => (r.top < best.top - 1 || (Math.abs(r.top - best.top) <= 1 && r.left < best.left) ? r : best));
+    const x = start.left - boxRect.left + box.scrollLeft + start.width / 2;
+    const y = start.top - boxRect.top + box.scrollTop;
+    box.scrollLeft = Math.max(0, x - box.clientWidth / 2);
+    box.scrollTop = Math.max(0, y - 24);
+  }
+}
+
 export type State = 'waiting' | 'live' | 'static' | 'closed';
 
 const sleep = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms));
@@ -199,6 +226,7 @@ export class ExplorerOutput extends Panel implements IRenderMime.IRenderer {
     this._static = new Widget({ node });
     this.insertWidget(0, this._static);
     this._setState(state);
+    requestAnimationFrame(() => scrollToStart(node));
   }
 
   private _clear(): void {

@@ -17,8 +17,9 @@ const HTML_NS = 'http://www.w3.org/1999/xhtml';
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
 const HTML_TAGS = new Set([
-  'b', 'br', 'code', 'div', 'i', 'p', 'pre', 'small', 'span', 'style',
-  'table', 'tbody', 'td', 'th', 'thead', 'tr'
+  'b', 'br', 'code', 'details', 'div', 'em', 'h3', 'h4', 'i', 'li', 'ol', 'p', 'pre',
+  'small', 'span', 'strong', 'style', 'summary', 'table', 'tbody', 'td', 'th', 'thead',
+  'tr', 'ul'
 ]);
 
 const SVG_TAGS = new Set([
@@ -39,7 +40,18 @@ const ATTRIBUTES = new Set([
 const STYLE_PROPERTIES = new Set([
   'max-height', 'max-width', 'height', 'width', 'overflow', 'overflow-x', 'overflow-y',
   'color', 'background-color', 'font-size', 'font-weight', 'font-style', 'font-family',
-  'text-align', 'vertical-align', 'white-space', 'fill', 'stroke', 'stroke-width', 'opacity'
+  'text-align', 'vertical-align', 'white-space', 'fill', 'stroke', 'stroke-width', 'opacity',
+  'display', 'padding', 'padding-top', 'padding-right', 'padding-bottom', 'padding-left',
+  'margin', 'margin-top', 'margin-right', 'margin-bottom', 'margin-left', 'border',
+  'border-top', 'border-right', 'border-bottom', 'border-left', 'border-width',
+  'border-style', 'border-color', 'border-radius', 'border-top-width', 'border-right-width',
+  'border-bottom-width', 'border-left-width', 'border-top-style', 'border-right-style',
+  'border-bottom-style', 'border-left-style', 'border-top-color', 'border-right-color',
+  'border-bottom-color', 'border-left-color', 'background', 'background-image',
+  'background-position-x', 'background-position-y', 'background-size',
+  'background-repeat', 'background-attachment', 'background-origin', 'background-clip',
+  'padding-inline', 'margin-inline', 'list-style', 'list-style-type', 'word-break',
+  'overflow-wrap'
 ]);
 
 const UNSAFE_VALUE = /url\s*\(|image-set\s*\(|expression\s*\(|javascript:|@import/i;

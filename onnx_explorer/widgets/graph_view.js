@@ -166,8 +166,22 @@ function render({ model, el }) {
     return null;
   };
 
-  // Readable first view: ~100 % anchored at the graph inputs, unless all of it is
-  // readable when fitted.
+  // Readable first view: 100 % anchored at the model's beginning, unless all of it is
+  // readable when fitted. The anchor is ONE item (two inputs can be drawn 2,800 px
+  // apart, and their midpoint is empty space): the topmost graph input (first in file
+  // order on a tie), else — a body or a function has no input items — the topmost node
+  // box. Whatever the anchor, a pane without a node box is centred on the nearest one.
+  const topmost = (boxes) =>
+    boxes.reduce((best, b) => (b.y < best.y - 1 || (Math.abs(b.y - best.y) <= 1 && b.x < best.x) ? b : best));
+  const nodeBoxes = () => [...stage.querySelectorAll("g.node")].map(boxOf);
+  const boxInPane = (boxes) => {
+    const { width, height } = size();
+    return boxes.some((b) => {
+      const left = b.x * scale + tx;
+      const top = b.y * scale + ty;
+      return left + b.width * scale > 0 && left < width && top + b.height * scale > 0 && top < height;
+    });
+  };
   const firstView = () => {
     if (fitScale() >= READABLE) {
       fit();
@@ -179,21 +193,30 @@ function render({ model, el }) {
       .map(([id]) => elementFor(id))
       .filter(Boolean)
       .map(boxOf); // measured at the current scale, before it changes
+    const boxes = nodeBoxes();
+    const candidates = inputs.length ? inputs : boxes;
     scale = 1;
-    let cx = svgSize.width / 2;
-    let top = 0;
-    if (inputs.length) {
-      const left = Math.min(...inputs.map((b) => b.x));
-      const right = Math.max(...inputs.map((b) => b.x + b.width));
-      cx = (left + right) / 2;
-      top = Math.min(...inputs.map((b) => b.y));
+    const { width, height } = size();
+    if (!candidates.length) {
+      tx = (width - svgSize.width * scale) / 2;
+      ty = MARGIN;
+      apply();
+      return;
     }
-    const { width } = size();
-    tx = width / 2 - cx * scale;
+    const start = topmost(candidates);
+    tx = width / 2 - (start.x + start.width / 2) * scale;
     // Never leave the drawing's left edge inside the pane when it is wider than the pane.
     if (svgSize.width * scale > width) tx = Math.min(MARGIN, Math.max(tx, width - MARGIN - svgSize.width * scale));
     else tx = (width - svgSize.width * scale) / 2;
-    ty = MARGIN - top * scale;
+    ty = MARGIN - start.y * scale;
+    if (boxes.length && !boxInPane(boxes)) {
+      const cx = (width / 2 - tx) / scale;
+      const cy = (height / 2 - ty) / scale;
+      const distance = (b) => Math.hypot(b.x + b.width / 2 - cx, b.y + b.height / 2 - cy);
+      const nearest = boxes.reduce((best, b) => (distance(b) < distance(best) ? b : best));
+      tx = width / 2 - (nearest.x + nearest.width / 2) * scale;
+      ty = Math.max(MARGIN - nearest.y * scale, height / 2 - (nearest.y + nearest.height / 2) * scale);
+    }
     apply();
   };
 
