@@ -402,3 +402,44 @@ def test_tensors_and_summary_are_made_when_their_tab_is_first_opened():
     assert len(ex.tensor_panel.listing.options) == 3
     ex.tabs.selected_index = TAB_MODEL
     assert "producer" in ex.model_panel.summary.value
+
+
+def _crumbs(ex):
+    return [c for c in ex.breadcrumb.children if isinstance(c, widgets.Button)]
+
+
+def _crumb_buttons(ex):
+    return [b.description for b in _crumbs(ex)]
+
+
+def test_a_function_view_always_has_its_way_back_and_nested_calls_append():
+    # A TF2 SavedModel: the serving call opens the signature wrapper, whose own call
+    # opens the network. Each call appends; the main graph is always the first crumb.
+    from pathlib import Path
+
+    saved = Path(__file__).parent / "data" / "savedmodel" / "tf2_mlp"
+    ex = ox.explore(saved)
+    wrapper = "function::__inference_signature_wrapper___call___38"
+    network = "function::__inference___call___26"
+    ex.show_graph(wrapper)
+    ex.show_graph(network)
+    labels = [c.description if isinstance(c, widgets.Button) else getattr(c, "value", "")
+              for c in ex.breadcrumb.children]  # fmt: skip
+    assert "tf2_mlp" in labels[0]  # the folder's name, not saved_model.pb
+    assert _crumb_buttons(ex) == [
+        "main graph", "function __inference_signature_wrapper___call___38"]  # fmt: skip
+    assert "function __inference___call___26" in labels
+    next(b for b in _crumbs(ex) if "wrapper" in b.description).click()
+    assert ex.graph_path == wrapper
+    assert _crumb_buttons(ex) == ["main graph"]
+    _crumbs(ex)[0].click()
+    assert ex.graph_path == "/"
+
+
+def test_tensorflow_nodes_show_no_onnx_domain():
+    from pathlib import Path
+
+    ex = ox.explore(Path(__file__).parent / "data" / "savedmodel" / "tf2_mlp")
+    ex.select("StatefulPartitionedCall")
+    text = _text(ex.attribute_panel)
+    assert "StatefulPartitionedCall" in text and "ai.onnx" not in text

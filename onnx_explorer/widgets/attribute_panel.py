@@ -102,7 +102,9 @@ class AttributePanel(widgets.VBox):
 
     # -- sections ----------------------------------------------------------------
     def _header(self, node: Node) -> str:
-        rows = [("name", node.name), ("op", node.op_type), ("domain", node.domain or "ai.onnx")]
+        rows = [("name", node.name), ("op", node.op_type)]
+        if self.model is None or self.model.format == "onnx":  # TensorFlow ops have no domain
+            rows.append(("domain", node.domain or "ai.onnx"))
         if node.device:
             rows.append(("device", node.device))
         if self.values is not None:

@@ -117,6 +117,9 @@ class Explorer(widgets.VBox):
         self._following = threading.local()
         self.overlay_picker.observe(self._on_overlay_picked, "value")
         self.overlay_log.observe(self._on_overlay_log, "value")
+        # The roots of the graphs opened on the way here: "/" then every function called
+        # into, in order (a body's own chain comes from its parents).
+        self._trail: list[str] = ["/"]
         self._update_breadcrumb()
 
     # -- the Python side of the two-way link ---------------------------------------
@@ -160,6 +163,7 @@ class Explorer(widgets.VBox):
     def show_graph(self, path: str) -> None:
         """Show another graph: a subgraph (``/If_0/then_branch``), a function body, or ``/``."""
         graph = self.model.graph_at(path)  # KeyError for an unknown path
+        self._trail = _next_trail(self._trail, graph, self.model.graph)
         self.selected_name = None
         self.graph_path = path
         if self.graph_view.graph is not graph:
@@ -430,21 +434,24 @@ class Explorer(widgets.VBox):
             self.selected_name = change["new"]
 
     def _update_breadcrumb(self) -> None:
-        crumbs: list[widgets.Widget] = []
-        name = self.model.path.name if self.model.path else (self.model.graph.name or "model")
-        chain: list[tuple[str, str]] = []
+        """``model › main graph › function f › node If_1 › then_branch``: always from the
+        main graph, through every function called into, to the graph shown; each a
+        button but the last."""
+        chain: list[tuple[str, str]] = [("main graph", "/")]
+        for path in self._trail[1:]:
+            function = self.model.graph_at(path)
+            chain.append((f"function {function.name or path}", path))
+        body: list[tuple[str, str]] = []
         graph: Graph | None = self.graph
-        while graph is not None:
-            label = "main graph" if graph is self.model.graph else graph.path.rsplit("/", 1)[-1]
-            if graph.path.startswith("function:"):
-                label = "function " + (graph.name or graph.path)
-            chain.append((label, graph.path))
-            parent = graph.parent
-            graph = parent.graph if parent is not None else None
-            if parent is not None:
-                chain.append((parent.name, ""))
-        crumbs.append(widgets.HTML(h.STYLE + f"<b>{h.esc(name)}</b>&nbsp;›"))
-        for raw_label, path in reversed(chain):
+        while graph is not None and graph.parent is not None:
+            body.append((graph.path.rsplit("/", 1)[-1], graph.path))
+            body.append((graph.parent.name, ""))
+            graph = graph.parent.graph
+        chain.extend(reversed(body))
+        crumbs: list[widgets.Widget] = [
+            widgets.HTML(h.STYLE + f"<b>{h.esc(display_name(self.model))}</b>&nbsp;›")
+        ]
+        for raw_label, path in chain:
             label = as_text(raw_label)  # node names: no bidi overrides or controls on buttons
             if path and path != self.graph_path:
                 button = widgets.Button(
@@ -455,7 +462,7 @@ class Explorer(widgets.VBox):
                 button.on_click(lambda _b, p=path: self.show_graph(p))
                 crumbs.append(button)
             else:
-                crumbs.append(widgets.Label(label))
+                crumbs.append(widgets.Label(label[:60]))
             crumbs.append(widgets.Label("›"))
         self.breadcrumb.children = crumbs[:-1]
 
@@ -497,6 +504,28 @@ class Explorer(widgets.VBox):
 
 def _picker_options() -> list[tuple[str, str]]:
     return [("none", ""), *((series, series) for series in BUILT_IN_SERIES)]
+
+
+def _next_trail(trail: list[str], graph: Graph, main: Graph) -> list[str]:
+    """The trail after opening ``graph``: back to "/" for the main graph and its bodies,
+    cut back to a function already on it, else the function appended (a nested call)."""
+    root = graph
+    while root.parent is not None and root.parent.graph is not None:
+        root = root.parent.graph
+    if root is main:
+        return ["/"]
+    if root.path in trail:
+        return trail[: trail.index(root.path) + 1]
+    return [*trail, root.path]
+
+
+def display_name(model: Model) -> str:
+    """The model as the user named it: a SavedModel by its folder, not ``saved_model.pb``."""
+    if model.path is None:
+        return model.graph.name or "model"
+    if model.path.name.startswith("saved_model.") and model.path.parent.name:
+        return model.path.parent.name
+    return model.path.name
 
 
 def metrics_note(result: Metrics, series: str) -> str:

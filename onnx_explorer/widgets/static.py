@@ -39,6 +39,8 @@ def static_html(model: Model, svg: str | None = None, note: str | None = None) -
     """Escaped summary tables, then the SVG drawn by Graphviz (its text is escaped by dot)."""
     info = summarize(model)
     name = model.path.name if model.path else (model.graph.name or "model")
+    if model.path is not None and name.startswith("saved_model.") and model.path.parent.name:
+        name = model.path.parent.name  # a SavedModel is its folder
     rows = [
         ("format", info["format"] + (f", IR {info['ir_version']}" if info["ir_version"] else "")),
         ("producer", f"{info['producer']} {info['producer_version']}".strip() or "—"),

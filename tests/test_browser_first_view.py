@@ -1,0 +1,86 @@
+"""The first view of real models, their If bodies and a SavedModel's network, in a real
+browser at 1400×900: readable node boxes in the pane at once, never empty space.
+
+Models from tests/corpus (real exports) and tests/data/savedmodel (written by
+TensorFlow). Screenshots go to test-artifacts/browser-first-view/<app>/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import Steps, check_notebook_in_browser, write_notebook
+
+pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "test-artifacts" / "browser-first-view"
+CORPUS = REPO / "tests" / "corpus"
+SAVED = REPO / "tests" / "data" / "savedmodel"
+
+#: (label, source, graph path to show: "/" the main graph)
+VIEWS = [
+    ("paddle detector", CORPUS / "ppocrv4_det.onnx", "/"),
+    ("paddle classifier", CORPUS / "ppocr_mobile_v2_cls.onnx", "/"),
+    ("QDQ transformer", CORPUS / "smart_turn_v3_2_cpu.onnx", "/"),
+    ("tf2onnx CNN", CORPUS / "magika_standard_v3_3.onnx", "/"),
+    ("VAD main graph", CORPUS / "silero_vad_16k_op15.onnx", "/"),
+    ("VAD If body", CORPUS / "silero_vad_16k_op15.onnx", "/model/decoder/If_1/then_branch"),
+    ("SavedModel network", SAVED / "tf2_mlp", "function::__inference___call___26"),
+]
+
+SETUP = "import onnx_explorer as ox\nviews = {}\n"
+
+
+def _cell(label: str, source: Path, path: str) -> str:
+    return (
+        f"ex = ox.explore({str(source)!r})\n"
+        + (f"ex.show_graph({path!r})\n" if path != "/" else "")
+        + "ex.graph_view.wait(120)\n"
+        + f"views[{label!r}] = ex\n"
+        + "ex"
+    )
+
+
+CELLS = [SETUP, *(_cell(*view) for view in VIEWS)]
+
+# Node boxes wholly inside the pane, and the on-screen heights of their labels.
+IN_PANE = """explorer => {
+  const pane = explorer.querySelector('.oxe-graph-viewport').getBoundingClientRect();
+  const inside = r => r.left >= pane.left && r.right <= pane.right && r.top >= pane.top && r.bottom <= pane.bottom;
+  const boxes = [...explorer.querySelectorAll('.oxe-graph-stage g.node')]
+    .filter(g => inside(g.getBoundingClientRect()));
+  const heights = boxes.flatMap(g => [...g.querySelectorAll('text')].map(t => t.getBoundingClientRect().height));
+  return {boxes: boxes.length, heights};
+}"""
+
+
+def check_first_views(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
+    explorers = page.locator(".oxe-explorer")
+    explorers.nth(len(VIEWS) - 1).locator(".oxe-graph-stage g.node").first.wait_for()
+    for i, (label, _source, _path) in enumerate(VIEWS):
+        explorer = explorers.nth(i)
+        explorer.locator(".oxe-graph-stage g.node").first.wait_for()
+        explorer.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        seen = explorer.evaluate(IN_PANE)
+        heights = sorted(seen["heights"])
+        figures[label] = {
+            "boxes in pane": seen["boxes"],
+            "median label px": heights[len(heights) // 2] if heights else 0,
+        }
+        steps.shot(f"{i:02d}-{label.replace(' ', '-')}")
+        assert seen["boxes"] >= 1, f"{label}: no node box in the pane"
+        assert heights and heights[len(heights) // 2] >= 10, f"{label}: labels {heights[:5]}"
+
+
+@pytest.mark.parametrize("app", ["lab"])
+def test_every_real_model_body_and_function_opens_on_readable_nodes(app, browser, tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    write_notebook(root / "first_view.ipynb", CELLS)
+    check_notebook_in_browser(
+        browser, tmp_path, root / "first_view.ipynb", ARTIFACTS / app, check_first_views, app=app
+    )
