@@ -194,3 +194,60 @@ def hostile() -> onnx.ModelProto:
     )
     helper.set_model_props(model, {s[0]: s[1], "license": s[4]})
     return model
+
+
+def embedding_matmul_conv(with_names: bool = True) -> onnx.ModelProto:
+    """ids[1,4] → two embeddings (Gather of E, E2) → one through Add(P) and MatMul(W), the
+    other straight into MatMul(W2) → Add → Relu → Unsqueeze → Conv(C, CB) → y[1,8,4,16].
+
+    What onnxruntime's ``quantize_dynamic`` makes of it covers its dynamic-int8 patterns:
+    ``Gather(E_quantized) → DequantizeLinear`` (E feeds an op it does not quantize),
+    ``Gather(E2_quantized) → MatMulInteger`` (E2's scale is A's factor of the scales Mul),
+    ``MatMulInteger(·, W_quantized)`` and ``ConvInteger(·, C_quantized)`` then a bias Add.
+    """
+    rng = np.random.default_rng(3)
+    weights = {
+        "E": rng.standard_normal((50, 16)),
+        "P": rng.standard_normal((1, 4, 16)),
+        "W": rng.standard_normal((16, 16)) * 0.2,
+        "E2": rng.standard_normal((50, 16)),
+        "W2": rng.standard_normal((16, 16)) * 0.2,
+        "C": rng.standard_normal((8, 1, 3, 3)) * 0.3,
+        "CB": rng.standard_normal(8),
+    }
+
+    def name(n: str) -> str:
+        return n if with_names else ""
+
+    nodes = [
+        helper.make_node("Gather", ["E", "ids"], ["tok"], name=name("embed")),
+        helper.make_node("Add", ["tok", "P"], ["s"], name=name("add_position")),
+        helper.make_node("MatMul", ["s", "W"], ["h"], name=name("proj")),
+        helper.make_node("Gather", ["E2", "ids"], ["tok2"], name=name("embed2")),
+        helper.make_node("MatMul", ["tok2", "W2"], ["h2"], name=name("proj2")),
+        helper.make_node("Add", ["h", "h2"], ["hs"], name=name("sum")),
+        helper.make_node("Relu", ["hs"], ["r"], name=name("relu")),
+        helper.make_node("Unsqueeze", ["r", "axes"], ["img"], name=name("unsqueeze")),
+        helper.make_node("Conv", ["img", "C", "CB"], ["y"], name=name("conv"), pads=[1, 1, 1, 1]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "embedding_matmul_conv",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 16])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()]
+        + [numpy_helper.from_array(np.array([1], np.int64), "axes")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def quantize_dynamic_copy(model: onnx.ModelProto, folder: Path, weight_type: str) -> Path:
+    """Save ``model`` in ``folder`` as float.onnx, and its onnxruntime ``quantize_dynamic``
+    copy (weight_type "QInt8" or "QUInt8") as quantized.onnx; returns the folder."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    onnx.save(model, folder / "float.onnx")
+    quantize_dynamic(
+        folder / "float.onnx", folder / "quantized.onnx", weight_type=QuantType[weight_type]
+    )
+    return folder

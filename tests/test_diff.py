@@ -7,16 +7,18 @@ that change and nothing else.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
-from builders import with_external_data
+from builders import embedding_matmul_conv, quantize_dynamic_copy, with_external_data
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_explorer as ox
 from onnx_explorer.cli import main
 from onnx_explorer.model_diff import compare_models
+from onnx_explorer.quant import find_dequantization
 from onnx_explorer.samples import frozen_tf1_graphdef
 
 W = (np.arange(32, dtype=np.float32).reshape(4, 8) - 16) / 8  # exact in float32 and fp16
@@ -202,6 +204,100 @@ def test_a_quantized_copy_is_compared_dequantized():
     assert (change.dtype_a, change.dtype_b) == ("float32", "int8")
     # W is a multiple of 1/8, so exactly representable: dequantized, the values are equal.
     assert change.max_abs == 0.0 and change.differing == 0 and change.cosine == pytest.approx(1)
+
+
+def _steps(model: ox.Model) -> dict[str, float]:
+    """Each dequantized weight's quantization step (its largest scale)."""
+    found = {}
+    for name in model.graph.initializers:
+        dq = find_dequantization(model.graph, name)
+        if dq is not None:
+            found[name] = float(np.max(dq.scale))
+    return found
+
+
+@pytest.mark.parametrize("with_names", [True, False], ids=["named", "nameless"])
+@pytest.mark.parametrize("weight_type", ["QInt8", "QUInt8"])
+def test_a_dynamic_int8_copy_diffs_as_small_value_changes(tmp_path, weight_type, with_names):
+    pytest.importorskip("onnxruntime.quantization")
+    folder = quantize_dynamic_copy(embedding_matmul_conv(with_names), tmp_path, weight_type)
+    a, b = ox.load(folder / "float.onnx"), ox.load(folder / "quantized.onnx")
+    diff = ox.diff(a, b)
+    changed = {c.a: c for c in diff.tensors_changed}
+    # Every weight is a value change, compared dequantized: the embedding read through
+    # Gather → DequantizeLinear, the one read by MatMulInteger, MatMul and Conv weights.
+    assert sorted(changed) == ["C", "E", "E2", "W", "W2"], repr(diff)
+    steps = _steps(b)
+    for name, change in changed.items():
+        assert change.b == f"{name}_quantized" and change.dequantized, change
+        weight = name in ("W", "W2", "C")  # embeddings are stored as activations: uint8
+        assert change.dtype_b == ("int8" if weight and weight_type == "QInt8" else "uint8")
+        assert change.cosine > 0.999, change
+        assert 0 < change.max_abs <= steps[change.b] / 2 * (1 + 1e-5), change  # half a step
+    assert diff.tensors_removed == []  # no weight removed here and added under another name
+    assert not [n for n in diff.tensors_added if n.endswith("_quantized")]
+    assert diff.nodes_renamed == []
+    text = repr(diff)
+    assert f"~ E → E_quantized (float32 → {changed['E'].dtype_b}, compared dequantized)" in text
+    entry = next(t for t in diff.to_dict()["tensors"]["changed"] if t["a"] == "E")
+    assert entry["compared"].startswith("dequantized: b per-tensor (scale ")
+    assert "through Gather" in entry["compared"]
+    # The other way round, the quantized side is a; the figures are the same.
+    back = {c.b: c for c in ox.diff(b, a).tensors_changed}
+    assert back["W"].max_abs == changed["W"].max_abs and back["W"].a == "W_quantized"
+    hist = diff.difference_histogram(changed["C"], bins=4)
+    assert hist.total == 72
+    # Each side's statistics as compared: the quantized side in real units, not 0..255.
+    real_c = a.graph.initializers["C"].numpy()
+    stats = b.graph.initializers["C_quantized"].stats(
+        dequantize=diff.dequantization(changed["C"], "b")
+    )
+    assert stats.max == pytest.approx(real_c.max(), abs=steps["C_quantized"] / 2 + 1e-6)
+    assert diff.dequantization(changed["C"], "a") is None
+
+
+def test_a_real_dynamic_int8_model_diffs_against_its_float_source():
+    corpus = Path(__file__).parent / "corpus"
+    a = ox.load(corpus / "silero_vad_v6.onnx")
+    b = ox.load(corpus / "silero_vad_v6_dynint8.onnx")
+    diff = ox.diff(a, b)
+    changed = {c.a: c for c in diff.tensors_changed}
+    assert len(changed) == 8  # 6 ConvInteger weights, the 2 DynamicQuantizeLSTM weights
+    assert diff.tensors_removed == []
+    steps = _steps(b)
+    for change in changed.values():
+        assert change.dequantized and change.error is None, change
+        assert change.cosine > 0.98, change
+        assert change.max_abs <= steps[change.b] / 2 * (1 + 1e-5), change
+    lstm = changed["onnx::LSTM_209"]  # stored [1, in, 4·hidden] by the quantizer
+    assert (lstm.shape_a, lstm.shape_b) == ((1, 512, 128), (1, 128, 512))
+    assert "transposed" in lstm.compared and lstm.cosine > 0.999
+    assert diff.nodes_renamed == []
+
+
+def test_one_node_inserted_among_nameless_nodes_is_one_added_node():
+    ops = ["Relu", "Neg", "Abs", "Sigmoid", "Tanh"]
+
+    def nameless_chain(insert: bool) -> onnx.ModelProto:
+        nodes, previous = [], "x"
+        if insert:
+            nodes.append(helper.make_node("Identity", ["x"], ["inserted"]))
+            previous = "inserted"
+        for k in range(50):
+            out = f"v{k}" if k < 49 else "y"
+            nodes.append(helper.make_node(ops[k % 5], [previous], [out]))
+            previous = out
+        graph = helper.make_graph(
+            nodes, "nameless", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        )  # fmt: skip
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+    diff = ox.diff(nameless_chain(False), nameless_chain(True))
+    nothing_but(diff, nodes_added=1, nodes_changed=1)
+    assert [r.label for r in diff.nodes_added] == ["Identity(inserted)"]
+    assert diff.nodes_changed[0].b.label == "Relu(v0)"  # named by its output, not position
+    assert diff.nodes_changed[0].changes == ("input 0: x → inserted",)
 
 
 def _if_model(alpha: float) -> onnx.ModelProto:

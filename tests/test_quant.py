@@ -6,11 +6,12 @@ import ml_dtypes
 import numpy as np
 import onnx
 import pytest
+from builders import embedding_matmul_conv, quantize_dynamic_copy
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import onnx_explorer as ox
-from onnx_explorer.quant import find_dequantization
+from onnx_explorer.quant import ScaleUnknownError, find_dequantization
 from onnx_explorer.stats import array_histogram, array_stats
 
 RNG = np.random.default_rng(7)
@@ -303,3 +304,166 @@ def test_unquantized_weights_have_no_dequantization(tmp_path):
     graph = _load(tmp_path, model).graph
     assert find_dequantization(graph, "w") is None
     assert find_dequantization(graph, "nothing") is None
+
+
+# -- scales found past the ops between a weight and its scale ------------------------------
+@pytest.mark.parametrize("weight_type", ["QInt8", "QUInt8"])
+def test_dynamic_int8_weights_are_reported_in_real_units(tmp_path, weight_type):
+    pytest.importorskip("onnxruntime.quantization")
+    folder = quantize_dynamic_copy(embedding_matmul_conv(), tmp_path, weight_type)
+    real = ox.load(folder / "float.onnx").graph.initializers
+    model = ox.load(folder / "quantized.onnx")
+    rows = {
+        r["name"]: r for r in model.weights_report(dequantize=True, as_list=True, progress=False)
+    }
+    where = {
+        "E": "from DequantizeLinear 'tok_DequantizeLinear' through Gather 'embed'",
+        "E2": "from MatMulInteger 'proj2_quant' through Gather 'embed2'",  # A's scale
+        "W": "from MatMulInteger 'proj_quant'",
+        "W2": "from MatMulInteger 'proj2_quant'",
+        "C": "from ConvInteger 'conv_quant'",
+    }
+    for name, source in where.items():
+        stored = model.graph.initializers[f"{name}_quantized"]
+        dq = find_dequantization(model.graph, stored.name)
+        assert dq is not None and source in dq.describe(), (name, dq)
+        weights = real[name].numpy()
+        step = float(np.max(dq.scale))
+        # Real units: each value within half a step of the float weight it quantizes.
+        assert np.abs(dq.dequantize(stored.numpy()) - weights).max() <= step / 2 * (1 + 1e-5)
+        row = rows[stored.name]
+        assert row["quantization"] == dq.describe()
+        assert row["min"] == pytest.approx(weights.min(), abs=step / 2 + 1e-6)
+        assert row["max"] == pytest.approx(weights.max(), abs=step / 2 + 1e-6)
+
+
+def _conv_integer_with_int32_bias(static: bool):
+    """ConvInteger → Add(int32 bias, reshaped) → Cast → Mul(scale): the bias is added in the
+    integer result's units, before the Mul that makes it real. ``static``: the activation is
+    quantized by a QuantizeLinear with a stored scale and the Mul's scale is stored folded
+    (x_scale · w_scale, per output channel); else DynamicQuantizeLinear, and the scale is
+    ``Mul(x_scale, w_scale)`` computed at run time."""
+    x = RNG.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    wq = RNG.integers(-127, 128, (3, 2, 3, 3)).astype(np.int8)
+    w_scale = np.array([0.02, 0.05, 0.01], np.float32)
+    x_scale = np.float32(0.04)
+    bias = np.array([100, -250, 40], np.int32)
+    if static:
+        quantize = [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"])]
+        scale = ["scale"]
+        params = [numpy_helper.from_array(np.array(x_scale), "x_scale"),
+                  numpy_helper.from_array(np.array(128, np.uint8), "x_zp"),
+                  numpy_helper.from_array((x_scale * w_scale).reshape(1, 3, 1, 1), "scale")]  # fmt: skip
+    else:
+        quantize = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "x_scale", "x_zp"]),
+                    helper.make_node("Mul", ["x_scale", "w_scale"], ["scale_dyn"])]  # fmt: skip
+        scale = ["scale_dyn"]
+        params = [numpy_helper.from_array(w_scale, "w_scale")]
+    nodes = [
+        *quantize,
+        helper.make_node("ConvInteger", ["xq", "wq", "x_zp", "w_zp"], ["acc"], name="conv"),
+        helper.make_node("Reshape", ["bias", "bias_shape"], ["bias_r"]),
+        helper.make_node("Add", ["acc", "bias_r"], ["acc_b"], name="bias_add"),
+        helper.make_node("Cast", ["acc_b"], ["acc_f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["acc_f", *scale], ["y"], name="rescale"),
+    ]
+    initializers = [
+        numpy_helper.from_array(x, "x"), numpy_helper.from_array(wq, "wq"),
+        numpy_helper.from_array(np.array(0, np.int8), "w_zp"),
+        numpy_helper.from_array(bias, "bias"),
+        numpy_helper.from_array(np.array([1, 3, 1, 1], np.int64), "bias_shape"), *params,
+    ]  # fmt: skip
+    return _model(nodes, initializers, ["y"]), wq, w_scale, x_scale, bias
+
+
+def test_an_int32_bias_add_before_the_cast_and_mul_is_seen_through(tmp_path):
+    model, wq, w_scale, x_scale, bias = _conv_integer_with_int32_bias(static=True)
+    graph = _load(tmp_path, model).graph
+    dq_w = find_dequantization(graph, "wq")
+    # The weight's own scale: the stored x_scale · w_scale over the QuantizeLinear's x_scale.
+    assert dq_w is not None and dq_w.granularity == "per-axis" and dq_w.axis == 0
+    np.testing.assert_allclose(dq_w.scale, w_scale, rtol=1e-6)
+    assert "from ConvInteger 'conv'" in dq_w.describe()
+    dq_b = find_dequantization(graph, "bias")  # the bias: by the whole x_scale · w_scale
+    assert dq_b is not None and "from Add 'bias_add' through Reshape" in dq_b.describe()
+    np.testing.assert_allclose(dq_b.dequantize(bias), bias * x_scale * w_scale, rtol=1e-6)
+    # What the graph computes is a float Conv of exactly these real values.
+    real_w, real_b = dq_w.dequantize(wq), dq_b.dequantize(bias)
+    reference = _model(
+        [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"]),
+         helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zp"], ["xr"]),
+         helper.make_node("Conv", ["xr", "w", "b"], ["y"])],
+        [numpy_helper.from_array(_initializer(model, "x"), "x"),
+         numpy_helper.from_array(np.array(x_scale), "x_scale"),
+         numpy_helper.from_array(np.array(128, np.uint8), "x_zp"),
+         numpy_helper.from_array(real_w, "w"), numpy_helper.from_array(real_b, "b")],
+        ["y"],
+    )  # fmt: skip
+    np.testing.assert_allclose(
+        _reference_output(model), _reference_output(reference), rtol=1e-5, atol=1e-5
+    )
+    stats = graph.initializers["wq"].stats(dequantize=dq_w)  # real units, not -127..127
+    assert stats.max == pytest.approx(float(real_w.max()))
+    assert stats.max <= 127 * float(w_scale.max()) * (1 + 1e-6)
+
+
+def test_an_int32_bias_with_a_run_time_activation_scale(tmp_path):
+    model, wq, w_scale, _, _ = _conv_integer_with_int32_bias(static=False)
+    graph = _load(tmp_path, model).graph
+    dq_w = find_dequantization(graph, "wq")  # the stored factor of Mul(x_scale, w_scale)
+    assert dq_w is not None and dq_w.scale_name == "w_scale"
+    np.testing.assert_allclose(dq_w.dequantize(wq), wq * w_scale.reshape(3, 1, 1, 1), rtol=1e-6)
+    with pytest.raises(ScaleUnknownError, match="computed at run time"):
+        find_dequantization(graph, "bias")  # scaled by x_scale · w_scale: x_scale unknown
+
+
+def _initializer(model: onnx.ModelProto, name: str) -> np.ndarray:
+    return numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == name))
+
+
+def test_a_quantized_embedding_reaches_its_scale_through_gather_reshape_and_cast(tmp_path):
+    table = RNG.integers(0, 256, (10, 4)).astype(np.uint8)
+    ids = np.array([[1, 3], [7, 7]], np.int64)
+    model = _model(
+        [helper.make_node("Gather", ["E", "ids"], ["rows"], name="embed"),
+         helper.make_node("Reshape", ["rows", "shape"], ["flat"], name="flatten"),
+         helper.make_node("Cast", ["flat"], ["same"], to=TensorProto.UINT8),
+         helper.make_node("DequantizeLinear", ["same", "s", "zp"], ["y"], name="dq")],
+        [numpy_helper.from_array(table, "E"), numpy_helper.from_array(ids, "ids"),
+         numpy_helper.from_array(np.array([4, 4], np.int64), "shape"),
+         numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+         numpy_helper.from_array(np.array(120, np.uint8), "zp")],
+        ["y"],
+    )  # fmt: skip
+    graph = _load(tmp_path, model).graph
+    dq = find_dequantization(graph, "E")
+    assert dq is not None and dq.granularity == "per-tensor"
+    assert "through Gather 'embed' → Reshape 'flatten' → Cast" in dq.describe()
+    real = dq.dequantize(table)
+    np.testing.assert_allclose(real, (table.astype(np.float32) - 120) * np.float32(0.1))
+    np.testing.assert_allclose(_reference_output(model), real[ids].reshape(4, 4), rtol=1e-6)
+    assert find_dequantization(graph, "ids") is None  # the indices are not carried
+
+
+@pytest.mark.parametrize("carrier", ["Transpose", "Reshape"])
+def test_a_per_axis_scale_is_placed_back_through_transpose_or_reshape(tmp_path, carrier):
+    if carrier == "Transpose":  # stored [4, 6], read as [6, 4]: the scale runs along axis 0
+        q = RNG.integers(-128, 128, (4, 6)).astype(np.int8)
+        move = helper.make_node("Transpose", ["w"], ["moved"], perm=[1, 0])
+        extra, expected_axis = [], 0
+    else:  # stored [2, 3, 4], read as [6, 4]: along its one axis of 4
+        q = RNG.integers(-128, 128, (2, 3, 4)).astype(np.int8)
+        move = helper.make_node("Reshape", ["w", "shape"], ["moved"])
+        extra = [numpy_helper.from_array(np.array([6, 4], np.int64), "shape")]
+        expected_axis = 2
+    scales = np.array([0.5, 0.25, 0.125, 2.0], np.float32)
+    model = _model(
+        [move, helper.make_node("DequantizeLinear", ["moved", "s"], ["y"], axis=1)],
+        [numpy_helper.from_array(q, "w"), numpy_helper.from_array(scales, "s"), *extra],
+        ["y"],
+    )
+    dq = find_dequantization(_load(tmp_path, model).graph, "w")
+    assert dq is not None and dq.axis == expected_axis
+    real = dq.dequantize(q)
+    moved = real.T if carrier == "Transpose" else real.reshape(6, 4)
+    np.testing.assert_allclose(_reference_output(model), moved, rtol=1e-6)

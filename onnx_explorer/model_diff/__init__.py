@@ -3,7 +3,12 @@
 An analysis: it takes two :class:`~onnx_explorer.Model` objects and returns plain data
 (:class:`ModelDiff`); opening files is the caller's job (``onnx_explorer.diff`` does it).
 Nodes are matched by name, then by structure (``_matching``), so renumbered exports
-match node for node; tensors by name, then by content; values are compared streamed,
+match node for node; a nameless node is known by ``op_type(first output)``, never by its
+position (one inserted node does not rename the rest). Tensors are matched by name, then
+by content, then through the nodes that read them: a float weight and its quantized copy
+(``MatMul``/``MatMulInteger``, ``Conv``/``ConvInteger``, ``Gather``/``Gather →
+DequantizeLinear``, ``LSTM``/``DynamicQuantizeLSTM``, ``DequantizeLinear`` feeding a
+matched node: ``_quantized``) are compared dequantized. Values are compared streamed,
 chunk by chunk (``_values``).
 """
 

@@ -8,19 +8,16 @@ from typing import Any
 
 from ..errors import ExplorerError
 from ..gc_pause import paused_gc
-from ..model import Graph, Model, ValueInfo
+from ..model import Graph, Model, Node, ValueInfo
 from ..quant import ConstantLookup, find_dequantization
 from ..stats import Dequantizer
 from ..tensors import Tensor
-from ._matching import GraphMatch, match_nodes
+from ._matching import GraphMatch, match_nodes, stable_name
 from ._model_diff import ModelDiff, TensorPair
 from ._nodes import node_changes
+from ._quantized import REAL, quantized_pairs
 from ._results import NodeChange, NodeRef, RemovedNode, TensorChange
 from ._values import compare_tensors, content_digest
-
-#: Element types compared as they are; any other type facing one of these is tried as a
-#: quantized tensor (dequantized through its consumer, as the weights report does).
-_REAL = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 
 def compare_models(
@@ -45,8 +42,10 @@ def compare_models(
     bar = _progress(len(pairs)) if progress and weights else None
     for pair in pairs:
         found = compare_tensors(
-            pair.a, pair.b, atol=atol, rtol=rtol, dq_a=pair.dq_a, dq_b=pair.dq_b, values=weights
-        )
+            pair.a, pair.b, atol=atol, rtol=rtol, dq_a=pair.dq_a, dq_b=pair.dq_b,
+            values=weights, compared=pair.compared, layout_a=pair.layout_a,
+            layout_b=pair.layout_b,
+        )  # fmt: skip
         if found is not None:
             changes.append(found)
         if bar is not None:
@@ -124,14 +123,16 @@ def model_changes(a: Model, b: Model) -> list[tuple[str, Any, Any]]:
 # -- graphs -----------------------------------------------------------------------------
 def _ref(graph: Graph, index: int) -> NodeRef:
     node = graph.nodes[index]
-    return _new_ref(graph.path, node.name, index, node.qualified_op)
+    stable = "" if node.has_file_name else stable_name(node)
+    return _new_ref(graph.path, node.name, index, node.qualified_op,
+                    "" if stable == node.name else stable)  # fmt: skip
 
 
-def _new_ref(graph: str, name: str, index: int, op_type: str) -> NodeRef:
-    """A NodeRef without the frozen dataclass's __init__ (four object.__setattr__ calls):
+def _new_ref(graph: str, name: str, index: int, op_type: str, stable: str = "") -> NodeRef:
+    """A NodeRef without the frozen dataclass's __init__ (five object.__setattr__ calls):
     a renamed export makes one per node and side."""
     ref = object.__new__(NodeRef)
-    ref.__dict__.update(graph=graph, name=name, index=index, op_type=op_type)
+    ref.__dict__.update(graph=graph, name=name, index=index, op_type=op_type, stable=stable)
     return ref
 
 
@@ -185,7 +186,11 @@ class _Walk:
         tensors_b2a, ambiguous = self._match_tensors(ga, gb, stored_a, stored_b)
         match = match_nodes(ga, gb, tensors_b2a, outer)
         self._structural_tensors(match, stored_a, stored_b, tensors_b2a)
-        self._quantized_links(match, stored_a, stored_b, tensors_b2a)
+        if self._quantized_links(match, stored_a, stored_b, tensors_b2a):
+            # Matched again with the quantized copies paired: the nodes reading them
+            # (a Gather of an embedding, say) now read the same weights on both sides.
+            match = match_nodes(ga, gb, tensors_b2a, outer)
+            self._structural_tensors(match, stored_a, stored_b, tensors_b2a)
         self._leftover_tensors(ambiguous, tensors_b2a)
         kept = set(tensors_b2a.values())
         self.tensors_removed.extend(name for name in stored_a if name not in kept)
@@ -282,38 +287,43 @@ class _Walk:
         stored_a: dict[str, Tensor],
         stored_b: dict[str, Tensor],
         tensors_b2a: dict[str, str],
-    ) -> None:
-        """A float weight of a that b stores quantized under another name: the matched
-        consumer reads, in b, the output of a new DequantizeLinear of an unmatched tensor."""
-        ga, gb = match.a, match.b
+    ) -> bool:
+        """Float weights of one side and their quantized copies on the other, paired through
+        the nodes that read them (``_quantized``); whether any was found."""
         taken = set(tensors_b2a.values())
-        for j, i in match.b2a.items():
-            for in_a, in_b in zip(ga.nodes[i].inputs, gb.nodes[j].inputs):
-                if in_a not in stored_a or in_a in taken or not in_b:
-                    continue
-                producer = gb.producer(in_b)
-                if (
-                    producer is None
-                    or producer.op_type != "DequantizeLinear"
-                    or producer.index in match.b2a
-                    or not producer.inputs
-                ):
-                    continue
-                quantized = producer.inputs[0]
-                if quantized in stored_b and quantized not in tensors_b2a:
-                    tensors_b2a[quantized] = in_a
-                    taken.add(in_a)
-                    self.tensors_renamed.append((in_a, quantized))
-                    self._pair(stored_a[in_a], stored_b[quantized], ga, gb)
+        unpaired = [t for n, t in stored_a.items() if n not in taken] + [
+            t for n, t in stored_b.items() if n not in tensors_b2a
+        ]
+        if all(t.dtype_name in REAL for t in unpaired):
+            return False  # nothing unpaired could be a quantized copy
+        found = quantized_pairs(match, stored_a, stored_b, tensors_b2a)
+        for link in found:
+            tensors_b2a[link.b] = link.a
+            match.values_b2a[link.b] = link.a
+            self.tensors_renamed.append((link.a, link.b))
+            self._pair(stored_a[link.a], stored_b[link.b], match.a, match.b,
+                       link.layout_a, link.layout_b)  # fmt: skip
+        return bool(found)
 
-    def _pair(self, ta: Tensor, tb: Tensor, ga: Graph, gb: Graph) -> None:
+    def _pair(
+        self,
+        ta: Tensor,
+        tb: Tensor,
+        ga: Graph,
+        gb: Graph,
+        layout_a: tuple[int, ...] | None = None,
+        layout_b: tuple[int, ...] | None = None,
+    ) -> None:
         dq_a = dq_b = None
+        compared = ""
         if ta.dtype_name != tb.dtype_name:
-            if ta.dtype_name not in _REAL and tb.dtype_name in _REAL:
-                dq_a = _dequantization(ga, ta, self._lookup_a)
-            elif tb.dtype_name not in _REAL and ta.dtype_name in _REAL:
-                dq_b = _dequantization(gb, tb, self._lookup_b)
-        self.tensor_pairs.append(TensorPair(ta, tb, dq_a, dq_b))
+            if ta.dtype_name not in REAL and tb.dtype_name in REAL:
+                dq_a, compared = _dequantization(ga, ta, self._lookup_a, "a")
+            elif tb.dtype_name not in REAL and ta.dtype_name in REAL:
+                dq_b, compared = _dequantization(gb, tb, self._lookup_b, "b")
+        if layout_a or layout_b:
+            compared += ", transposed to the other's layout"
+        self.tensor_pairs.append(TensorPair(ta, tb, dq_a, dq_b, compared, layout_a, layout_b))
 
     def _record_nodes(self, match: GraphMatch) -> None:
         ga, gb = match.a, match.b
@@ -341,7 +351,7 @@ class _Walk:
             if lines:
                 self.changed.append(NodeChange(_ref(ga, i), _ref(gb, j), tuple(lines), len(lines)))
                 status[node.name] = "changed"
-            elif node_a.name != node.name:
+            elif _renamed(node_a, node):
                 self.renamed.append((_ref(ga, i), _ref(gb, j)))
                 status[node.name] = "renamed"
             else:
@@ -355,6 +365,14 @@ class _Walk:
             outputs = tuple(_replacement(match, out) for out in node.outputs)
             inputs = tuple(values_a2b.get(name, name) for name in node.inputs)
             where.append(RemovedNode(_ref(ga, i), inputs, outputs))
+
+
+def _renamed(a: Node, b: Node) -> bool:
+    """Whether a matched pair of nodes changed name: nameless on both sides is no rename
+    (the reader names them by position; their outputs' names are compared as values)."""
+    if a.name == b.name or not (a.has_file_name or b.has_file_name):
+        return False
+    return stable_name(a) != stable_name(b)
 
 
 def _replacement(match: GraphMatch, value: str) -> str:
@@ -377,8 +395,14 @@ def _digest(tensor: Tensor) -> str | None:
         return None  # unreadable: left unmatched, listed as added / removed
 
 
-def _dequantization(graph: Graph, tensor: Tensor, lookup: ConstantLookup) -> Dequantizer | None:
+def _dequantization(
+    graph: Graph, tensor: Tensor, lookup: ConstantLookup, side: str
+) -> tuple[Dequantizer | None, str]:
+    """How the quantized side ``tensor`` is read, and the words that say so."""
     try:
-        return find_dequantization(graph, tensor.name, tuple(tensor.shape), lookup=lookup)
-    except (ExplorerError, ValueError):
-        return None  # scale unknown or unusable: the stored values are compared
+        found = find_dequantization(graph, tensor.name, tuple(tensor.shape), lookup=lookup)
+    except (ExplorerError, ValueError) as exc:  # scale unknown or unusable
+        return None, f"as stored: {side} {exc}"
+    if found is None:
+        return None, f"as stored: no consumer of {side}'s {tensor.name!r} dequantizes it"
+    return found, f"dequantized: {side} {found.describe()}"

@@ -111,6 +111,16 @@ def attribute_key(node: Node) -> tuple[Hashable, ...]:
     return tuple(sorted(items))
 
 
+def stable_name(node: Node) -> str:
+    """The node's name in the file; for a nameless node ``op_type(first output)``, which an
+    insertion elsewhere leaves alone (the reader's ``{op_type}_{position}`` shifts)."""
+    if node.has_file_name or not node.name:
+        return node.name
+    outputs = node.outputs
+    first = outputs[0] if outputs and outputs[0] else next((o for o in outputs if o), "")
+    return f"{node.op_type}({first})" if first else node.name
+
+
 def topological_order(graph: Graph) -> list[int]:
     """Node indices with producers first; ties (and any cycle, as in TensorFlow loops) in
     file order."""
@@ -209,6 +219,7 @@ def match_nodes(
             i = a.node(node.name).index
             if i not in match.a2b and side_a.ops[i] == side_b.ops[j]:
                 match.link(i, j)
+    _by_stable_name(match, side_a, side_b)
 
     def key_b(name: str) -> Hashable:
         if not name:
@@ -283,6 +294,31 @@ def match_nodes(
             if not _extend(match, side_a, side_b):
                 break
     return match
+
+
+def _by_stable_name(match: GraphMatch, side_a: _Side, side_b: _Side) -> None:
+    """Nameless nodes (on both sides) by ``op_type(first output)``, each found once per side:
+    the reader names them by position, which one inserted node shifts."""
+    nameless_a: dict[str, int | None] = {}
+    for i, node in enumerate(side_a.nodes):
+        if not node.has_file_name and i not in match.a2b:
+            key = stable_name(node)
+            nameless_a[key] = None if key in nameless_a else i
+    if not nameless_a:
+        return
+    seen_b: dict[str, int | None] = {}
+    for j, node in enumerate(side_b.nodes):
+        if not node.has_file_name and j not in match.b2a:
+            key = stable_name(node)
+            seen_b[key] = None if key in seen_b else j
+    for key, found_b in seen_b.items():
+        found_a = nameless_a.get(key)
+        if (
+            found_a is not None
+            and found_b is not None
+            and side_a.ops[found_a] == side_b.ops[found_b]
+        ):
+            match.link(found_a, found_b)
 
 
 #: Unmatched nodes looked through on one side when extending from a matched pair.

@@ -35,6 +35,9 @@ class TensorPair:
     b: Tensor
     dq_a: Dequantizer | None = None
     dq_b: Dequantizer | None = None
+    compared: str = ""  # TensorChange.compared: how a quantized side is read
+    layout_a: tuple[int, ...] | None = None  # transposed so to line up with the other side
+    layout_b: tuple[int, ...] | None = None
 
 
 def _number(value: Any) -> Any:
@@ -116,6 +119,14 @@ class ModelDiff:
                 return change
         return None
 
+    def dequantization(self, change: TensorChange, side: str) -> Dequantizer | None:
+        """How side ``"a"`` or ``"b"`` of a compared pair was turned into real numbers
+        (None: compared as stored); pass it to ``Tensor.stats(dequantize=...)``."""
+        pair = self._pairs.get((change.a or "", change.b or ""))
+        if pair is None:
+            return None
+        return pair.dq_a if side == "a" else pair.dq_b
+
     def difference_histogram(self, change: TensorChange, bins: int = 64) -> Histogram:
         """Histogram of ``b - a`` element-wise (dequantized / widened as compared), streamed."""
         pair = self._pairs.get((change.a or "", change.b or ""))
@@ -124,7 +135,10 @@ class ModelDiff:
         if change.error:
             raise ValueError(f"tensor {change.b!r}: {change.error}")
         try:
-            return histogram(difference_stream(pair.a, pair.b, pair.dq_a, pair.dq_b), bins)
+            stream = difference_stream(
+                pair.a, pair.b, pair.dq_a, pair.dq_b, pair.layout_a, pair.layout_b
+            )
+            return histogram(stream, bins)
         finally:
             pair.a.release()
             pair.b.release()
@@ -161,7 +175,7 @@ class ModelDiff:
             "differing": c.differing, "dtype_a": c.dtype_a, "dtype_b": c.dtype_b,
             "shape_a": list(c.shape_a) if c.shape_a is not None else None,
             "shape_b": list(c.shape_b) if c.shape_b is not None else None,
-            "bit_identical": c.bit_identical, "error": c.error,
+            "bit_identical": c.bit_identical, "error": c.error, "compared": c.compared,
         }  # fmt: skip
 
     def _sections(self) -> list[tuple[str, list[str]]]:
@@ -169,7 +183,8 @@ class ModelDiff:
             name = c.b if c.a == c.b else f"{c.a} → {c.b}"
             head = f"~ {name}"
             if c.dtype_a != c.dtype_b:
-                head += f" ({c.dtype_a} → {c.dtype_b})"
+                how = ", compared dequantized" if c.dequantized else ""
+                head += f" ({c.dtype_a} → {c.dtype_b}{how})"
             if c.error:
                 return f"{head}: {c.error}"
             if c.max_abs is None:

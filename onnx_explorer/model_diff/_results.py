@@ -13,11 +13,14 @@ class NodeRef:
     name: str  # Node.name ("" is possible: then ``index`` identifies it)
     index: int  # position in that graph's nodes
     op_type: str  # Node.qualified_op
+    # The name in the file, or ``op_type(first output)`` for a nameless node (the reader's
+    # ``name`` for those is made from its position); "" means ``name``.
+    stable: str = ""
 
     @property
     def label(self) -> str:
         """The name as reports print it: bodies prefixed by their graph path."""
-        name = self.name or f"#{self.index}"
+        name = self.stable or self.name or f"#{self.index}"
         return name if self.graph == "/" else f"{self.graph}/{name}"
 
 
@@ -48,6 +51,14 @@ class TensorChange:
     cosine: float | None
     differing: int | None  # elements differing beyond atol + rtol·|a|
     error: str | None  # "could not compare: why", "shapes differ: … vs …"
+    # How a quantized side was compared: "dequantized: b per-tensor (scale 0.0046) from
+    # MatMulInteger 'fc_quant'", or "as stored: b ... scale unknown ..."; "" when not.
+    compared: str = ""
+
+    @property
+    def dequantized(self) -> bool:
+        """Whether a quantized side was turned into real numbers before comparing."""
+        return self.compared.startswith("dequantized")
 
 
 @dataclass(frozen=True)

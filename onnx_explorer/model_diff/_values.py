@@ -173,9 +173,41 @@ def _shape_text(shape: tuple[int, ...] | None) -> str:
     return "?" if shape is None else "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def value_shape(tensor: Tensor, dq: Dequantizer | None) -> tuple[int, ...]:
+def value_shape(
+    tensor: Tensor, dq: Dequantizer | None, layout: tuple[int, ...] | None = None
+) -> tuple[int, ...]:
+    """The shape of the values compared: dequantized, then transposed by ``layout``."""
     shape = getattr(dq, "output_shape", None)
-    return tuple(shape) if shape is not None else tuple(tensor.shape)
+    found = tuple(shape) if shape is not None else tuple(tensor.shape)
+    if layout is not None and sorted(layout) == list(range(len(found))):
+        return tuple(found[d] for d in layout)
+    return found
+
+
+#: Values at most of a tensor compared in another layout (read whole to be transposed).
+_MAX_RELAID = 1 << 26
+
+
+def _values(tensor: Tensor, dq: Dequantizer | None, layout: tuple[int, ...] | None) -> ValueStream:
+    """The values compared: dequantized by ``dq``, then (small tensors, read whole)
+    transposed by ``layout`` into the other side's layout (a quantizer's LSTM weights)."""
+    stream = tensor_values(tensor, dq)
+    if layout is None:
+        return stream
+    shape = value_shape(tensor, dq)
+    if sorted(layout) != list(range(len(shape))):
+        raise TensorDataError(f"tensor {tensor.name!r}: layout {layout} does not fit {shape}")
+    if stream.count > _MAX_RELAID:
+        raise TensorDataError(
+            f"tensor {tensor.name!r}: {stream.count} values are too many to compare transposed"
+        )
+
+    def blocks() -> Iterator[tuple[int, np.ndarray]]:
+        parts = [x.reshape(-1) for x in _blocks(stream)]
+        whole = np.concatenate(parts) if parts else np.zeros(0)
+        yield 0, whole.reshape(shape).transpose(layout).reshape(-1)
+
+    return ValueStream(blocks, stream.count, True)
 
 
 def compare_tensors(
@@ -187,21 +219,27 @@ def compare_tensors(
     dq_a: Dequantizer | None = None,
     dq_b: Dequantizer | None = None,
     values: bool = True,
+    compared: str = "",
+    layout_a: tuple[int, ...] | None = None,
+    layout_b: tuple[int, ...] | None = None,
 ) -> TensorChange | None:
     """How ``b`` differs from ``a``; None when equal (same dtype and shape, and values within
-    ``atol + rtol·|a|`` element-wise). A reading error is reported, never raised."""
+    ``atol + rtol·|a|`` element-wise). A reading error is reported, never raised.
+    ``compared`` (how a quantized side is read) is passed on to the change; a side with a
+    ``layout`` is compared transposed by it."""
 
     def change(**fields: object) -> TensorChange:
         base: dict[str, object] = dict(
             a=a.name, b=b.name, dtype_a=a.dtype_name, dtype_b=b.dtype_name,
             shape_a=tuple(a.shape), shape_b=tuple(b.shape), bit_identical=False,
             max_abs=None, max_rel=None, mean_abs=None, cosine=None, differing=None, error=None,
+            compared=compared,
         )  # fmt: skip
         base.update(fields)
         return TensorChange(**base)  # type: ignore[arg-type]
 
     same_type = a.dtype_name == b.dtype_name and dq_a is None and dq_b is None
-    shape_a, shape_b = value_shape(a, dq_a), value_shape(b, dq_b)
+    shape_a, shape_b = value_shape(a, dq_a, layout_a), value_shape(b, dq_b, layout_b)
     if shape_a != shape_b:
         return change(error=f"shapes differ: {_shape_text(shape_a)} vs {_shape_text(shape_b)}")
     if not values:
@@ -215,7 +253,7 @@ def compare_tensors(
             return None
         totals = _Totals()
         what = f"tensor {b.name!r}"
-        stream_a, stream_b = tensor_values(a, dq_a), tensor_values(b, dq_b)
+        stream_a, stream_b = _values(a, dq_a, layout_a), _values(b, dq_b, layout_b)
         for x, y in _aligned(_blocks(stream_a), _blocks(stream_b), what):
             totals.add(x, y, atol, rtol)
     except (ExplorerError, OSError, ValueError, MemoryError) as exc:
@@ -243,10 +281,15 @@ def _count_unequal(a: Tensor, b: Tensor) -> int:
 
 
 def difference_stream(
-    a: Tensor, b: Tensor, dq_a: Dequantizer | None, dq_b: Dequantizer | None
+    a: Tensor,
+    b: Tensor,
+    dq_a: Dequantizer | None,
+    dq_b: Dequantizer | None,
+    layout_a: tuple[int, ...] | None = None,
+    layout_b: tuple[int, ...] | None = None,
 ) -> ValueStream:
     """The element-wise ``b - a`` (float64) as a stream statistics and histograms read."""
-    stream_a, stream_b = tensor_values(a, dq_a), tensor_values(b, dq_b)
+    stream_a, stream_b = _values(a, dq_a, layout_a), _values(b, dq_b, layout_b)
 
     def blocks() -> Iterator[tuple[int, np.ndarray]]:
         offset = 0

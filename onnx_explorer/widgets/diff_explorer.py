@@ -103,6 +103,8 @@ def _tensor_brief(tc: TensorChange) -> str:
     parts = []
     if tc.dtype_a != tc.dtype_b:
         parts.append(f"{tc.dtype_a} → {tc.dtype_b}")
+    if tc.dequantized:
+        parts.append("compared dequantized")
     if tc.max_abs is not None:
         parts.append(f"max |Δ| {tc.max_abs:.3g}")
     return ", ".join(parts) or "differs"
@@ -342,6 +344,8 @@ class DiffExplorer(widgets.VBox):
             ("elements differing", "—" if tc.differing is None else f"{tc.differing:,}"),
         ]
         head = h.title(f"tensor changed: {name}") + h.table(rows, ["", "a", "b"])
+        if tc.compared:
+            head += h.muted(f"compared {tc.compared}")
         if tc.error:
             head += h.error(tc.error)
         head += h.table(summary)
@@ -364,7 +368,11 @@ class DiffExplorer(widgets.VBox):
             sides = []
             for side, name in (("a", tc.a), ("b", tc.b)):
                 tensor = self._tensor(side, name)
-                lines = stats_lines(tensor.stats()) if tensor is not None else ["not found"]
+                dq = self.diff.dequantization(tc, side)  # real units, as compared
+                lines = (
+                    stats_lines(tensor.stats(dequantize=dq)) if tensor is not None
+                    else ["not found"]
+                )  # fmt: skip
                 sides.append(lines)
             width = max(len(sides[0]), len(sides[1]))
             pairs = [
