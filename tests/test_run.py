@@ -572,3 +572,24 @@ def test_a_feed_error_prints_one_line_per_problem_in_the_cli(tmp_path, capsys):
     assert main(["run", str(path), "--feeds", str(feeds)]) == 2
     err = capsys.readouterr().err
     assert "\\n" not in err and "\n  x: expected x: float32[3,8]" in err
+
+
+def test_a_failed_run_in_the_explorer_shows_the_reason_the_feeds_and_a_hint():
+    # x's symbolic length is assumed 128 (a sequence); the Reshape to [5, 5] then fails.
+    shape = numpy_helper.from_array(np.array([5, 5], np.int64), "shape")
+    proto = _model(
+        [helper.make_node("Relu", ["x"], ["a"], name="first"),
+         helper.make_node("Reshape", ["a", "shape"], ["b"], name="bad_reshape")],
+        [helper.make_tensor_value_info("x", F, ["batch", "length"])],
+        [helper.make_tensor_value_info("b", F, None)],
+        [shape],
+    )  # fmt: skip
+    ex = ox.explore(proto)
+    ex.run(progress=False)
+    header = ex._activation_panel.header.value
+    assert "bad_reshape" in header
+    assert "generated inputs: x float32[1, 128]" in header
+    assert "length=128 (sequence)" in header and "dims=" in header
+    ex2 = ox.explore(proto, dims={"length": 25})
+    result = ex2.run(progress=False)
+    assert result.failure is None and result.feeds["x"].shape == (1, 25)

@@ -160,6 +160,7 @@ def prepare(
     seed: int,
     vocab: int | None,
     cast: bool = False,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> Prepared:
     """The plan and the checked feeds: ``feeds`` as given, the inputs it leaves out
     generated at the sizes :mod:`onnx_explorer.bindings` chooses (``dims``, the model's
@@ -179,7 +180,7 @@ def prepare(
         binding = bind_values(
             [spec.value_info() for spec in specs],
             dims=dims,
-            input_shapes=_fitting_shapes(specs, given),
+            input_shapes={**(input_shapes or {}), **_fitting_shapes(specs, given)},
             metadata={p.key: p.value for p in proto.metadata_props},
         )
         given.update(generate_feeds(missing, shapes=binding.shapes, seed=seed, vocab=vocab))
@@ -230,6 +231,7 @@ def run(
     *,
     capture: Capture = "all",
     dims: Mapping[str, int] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
     seed: int = 0,
     keep: Iterable[str] = (),
     vocab: int | None = None,
@@ -245,11 +247,13 @@ def run(
     prefixes (``"/model/layers.0/"``). ``keep``: names whose values are kept in
     ``result.values``. ``bins`` > 0: a histogram per tensor. A model that fails
     part-way raises :class:`RunFailedError` naming the node, with ``.result`` holding
-    what was captured before it. ``segment_nodes``: nodes per onnxruntime session
+    what was captured before it. ``dims`` / ``input_shapes`` size the inputs that are
+    generated (see :mod:`onnx_explorer.bindings`; ``result.assumed`` says what was
+    assumed). ``segment_nodes``: nodes per onnxruntime session
     (default: sized so a segment returns at most ``SEGMENT_BYTES`` of values).
     """
     began = time.perf_counter()
-    ready = prepare(model, feeds, dims=dims, seed=seed, vocab=vocab)
+    ready = prepare(model, feeds, dims=dims, seed=seed, vocab=vocab, input_shapes=input_shapes)
     the_plan, given = ready.plan, ready.feeds
     prepared = time.perf_counter() - began
     execution = Execution(the_plan, given, segment_nodes=segment_nodes)
@@ -369,7 +373,8 @@ def _weight_nonfinite(tensor: Any) -> tuple[bool, bool]:
 def _bar(total: int) -> Any:
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="node", desc="run")
+    # leave=False: the bar goes when the run ends, so a failed run leaves no red bar
+    return tqdm(total=total, unit="node", desc="run", leave=False)
 
 
 class Collector:

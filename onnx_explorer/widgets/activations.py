@@ -75,8 +75,13 @@ class ActivationPanel(widgets.VBox):
         else:
             found = "every captured tensor is finite"
         said = "".join(f"\n{line}" for line in (*result.notes, result.assumed) if line)
-        self.header.value = h.title("activations") + h.pre(
-            f"{state}{len(result.tensors)} tensors captured; {found}{said}"
+        failure = ""
+        if result.failure is not None:  # onnxruntime's reason, the feeds made, a hint
+            failure = h.error(error or result.failure.message)
+        self.header.value = (
+            h.title("activations")
+            + failure
+            + h.pre(f"{state}{len(result.tensors)} tensors captured; {found}{said}")
         )
         self.jump.description = "go to first NaN/Inf made"
         self.jump.disabled = bad is None and result.failure is None
@@ -234,6 +239,11 @@ def attach_run(explorer: Explorer, feeds: Any = None, **options: Any) -> RunResu
     """Run the explorer's model (see :func:`onnx_explorer.run`) and show the activations."""
     options.setdefault("bins", BINS)
     options.setdefault("progress", True)
+    model = explorer.model
+    if model.bound_dims and "dims" not in options:  # the sizes explore(dims=) chose
+        options["dims"] = dict(model.bound_dims)
+    if model.bound_input_shapes and "input_shapes" not in options:
+        options["input_shapes"] = dict(model.bound_input_shapes)
     panel = _panel(explorer)
     try:
         result = run(model_source(explorer), feeds, **options)
