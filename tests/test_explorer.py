@@ -443,3 +443,10 @@ def test_tensorflow_nodes_show_no_onnx_domain():
     ex.select("StatefulPartitionedCall")
     text = _text(ex.attribute_panel)
     assert "StatefulPartitionedCall" in text and "ai.onnx" not in text
+
+
+def test_the_static_copy_writes_shapes_as_the_view_does():
+    from onnx_explorer.widgets.static import static_html
+
+    page = static_html(ox.load(mlp()))
+    assert "<td>batch×4</td>" in page and "['batch', 4]" not in page

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..model import Model
 from ..summary import human_bytes, human_count, summarize
+from ..views.text import dims_text
 from . import html as h
 
 MAX_OPS = 20
@@ -35,6 +36,13 @@ def with_static_fallback(bundle: dict[str, Any], html: str) -> dict[str, Any]:
     return bundle
 
 
+def _shape(shape: list[object] | None) -> str:
+    """``1×3×320×320`` as everywhere else (a Python list read like code)."""
+    if shape is None:
+        return "?"
+    return dims_text(tuple(shape), dim_chars=40) if shape else "scalar"
+
+
 def static_html(model: Model, svg: str | None = None, note: str | None = None) -> str:
     """Escaped summary tables, then the SVG drawn by Graphviz (its text is escaped by dot)."""
     info = summarize(model)
@@ -49,8 +57,8 @@ def static_html(model: Model, svg: str | None = None, note: str | None = None) -
         ("weights", f"{human_count(info['parameters'])} parameters, "
                     f"{human_bytes(info['weight_bytes'])}"),
     ]  # fmt: skip
-    ios = [("input", v["name"], v["type"], v["shape"]) for v in info["inputs"]]
-    ios += [("output", v["name"], v["type"], v["shape"]) for v in info["outputs"]]
+    ios = [("input", v["name"], v["type"], _shape(v["shape"])) for v in info["inputs"]]
+    ios += [("output", v["name"], v["type"], _shape(v["shape"])) for v in info["outputs"]]
     ops = list(info["op_counts"].items())[:MAX_OPS]
     parts = [
         h.STYLE,
