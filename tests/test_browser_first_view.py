@@ -46,11 +46,12 @@ def _cell(label: str, source: Path, path: str) -> str:
 
 CELLS = [SETUP, *(_cell(*view) for view in VIEWS)]
 
-# Node boxes wholly inside the pane, and the on-screen heights of their labels.
+# Operator and scope boxes wholly inside the pane (not the ellipses of values a body
+# reads from outside), and the on-screen heights of their labels.
 IN_PANE = """explorer => {
   const pane = explorer.querySelector('.oxe-graph-viewport').getBoundingClientRect();
   const inside = r => r.left >= pane.left && r.right <= pane.right && r.top >= pane.top && r.bottom <= pane.bottom;
-  const boxes = [...explorer.querySelectorAll('.oxe-graph-stage g.node')]
+  const boxes = [...explorer.querySelectorAll('.oxe-graph-stage g.oxe-kind-node, .oxe-graph-stage g.oxe-kind-scope')]
     .filter(g => inside(g.getBoundingClientRect()));
   const heights = boxes.flatMap(g => [...g.querySelectorAll('text')].map(t => t.getBoundingClientRect().height));
   return {boxes: boxes.length, heights};

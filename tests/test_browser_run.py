@@ -46,10 +46,10 @@ def check_activations(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
     explorer.locator(".oxe-graph-stage g.oxe-kind-node").first.wait_for()
     explorer.scroll_into_view_if_needed()
     panel = explorer.locator(".oxe-activations")
-    panel.locator(".oxe-pre", has_text="first non-finite: divide_by_itself").wait_for()
+    panel.locator(".oxe-pre", has_text="first NaN/Inf made at: divide_by_itself").wait_for()
     steps.shot("after-run", explorer)
 
-    panel.get_by_role("button", name="go to first non-finite").click()
+    panel.get_by_role("button", name="go to first NaN/Inf made").click()
     explorer.locator(".oxe-graph-stage g.oxe-selected").wait_for()
     selected = explorer.locator(".oxe-graph-stage g.oxe-selected title").text_content()
     assert selected.split("\n")[0] == "divide_by_itself"

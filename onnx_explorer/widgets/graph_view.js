@@ -170,10 +170,19 @@ function render({ model, el }) {
   // readable when fitted. The anchor is ONE item (two inputs can be drawn 2,800 px
   // apart, and their midpoint is empty space): the topmost graph input (first in file
   // order on a tie), else — a body or a function has no input items — the topmost node
-  // box. Whatever the anchor, a pane without a node box is centred on the nearest one.
+  // operator or scope box. Whatever the anchor, a pane without such a box is centred on
+  // the nearest one.
   const topmost = (boxes) =>
     boxes.reduce((best, b) => (b.y < best.y - 1 || (Math.abs(b.y - best.y) <= 1 && b.x < best.x) ? b : best));
-  const nodeBoxes = () => [...stage.querySelectorAll("g.node")].map(boxOf);
+  // Boxes of the drawing's operators and scopes (not the values read from outside a
+  // body, drawn as ellipses along its top: a pane of those is still empty).
+  const boxesOfKind = (kinds) =>
+    Object.entries(model.get("ids") || {})
+      .filter(([, entry]) => kinds.includes(entry.kind))
+      .map(([id]) => elementFor(id))
+      .filter(Boolean)
+      .map(boxOf);
+  const nodeBoxes = () => boxesOfKind(["node", "scope"]);
   const boxInPane = (boxes) => {
     const { width, height } = size();
     return boxes.some((b) => {
@@ -187,12 +196,7 @@ function render({ model, el }) {
       fit();
       return;
     }
-    const ids = model.get("ids") || {};
-    const inputs = Object.entries(ids)
-      .filter(([, entry]) => entry.kind === "input")
-      .map(([id]) => elementFor(id))
-      .filter(Boolean)
-      .map(boxOf); // measured at the current scale, before it changes
+    const inputs = boxesOfKind(["input"]); // measured at the current scale, before it changes
     const boxes = nodeBoxes();
     const candidates = inputs.length ? inputs : boxes;
     scale = 1;
