@@ -346,15 +346,23 @@ class WidgetCase:
     path: Path
 
 
+#: Real exports (tests/corpus): their selects are what users meet.
+CORPUS = HERE.parent / "tests" / "corpus"
+REAL_MODELS = ("smart_turn_v3_2_cpu.onnx", "ppocrv4_det.onnx", "ppocr_mobile_v2_cls.onnx",
+               "silero_vad_16k_op15.onnx", "magika_standard_v3_3.onnx")  # fmt: skip
+
+
 def widget_cases(quick: bool) -> list[WidgetCase]:
     frozen = WidgetCase("frozen_tf1 (GraphDef)", MODELS / "frozen_tf1.pbtxt")
+    real = [WidgetCase(f"real: {name}", CORPUS / name) for name in REAL_MODELS]
     if quick:
-        return [frozen, WidgetCase("scoped_2k", MODELS / "scoped_2k.onnx")]
+        return [frozen, WidgetCase("scoped_2k", MODELS / "scoped_2k.onnx"), *real[:1]]
     return [
         frozen,
         WidgetCase("dense_blocks", MODELS / "dense_blocks.onnx"),
         WidgetCase("scoped_20k", MODELS / "scoped_20k.onnx"),
         WidgetCase("scoped_100k", MODELS / "scoped_100k.onnx"),
+        *real,
     ]
 
 
