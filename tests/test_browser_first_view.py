@@ -75,6 +75,33 @@ def check_first_views(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
         steps.shot(f"{i:02d}-{label.replace(' ', '-')}")
         assert seen["boxes"] >= 1, f"{label}: no node box in the pane"
         assert heights and heights[len(heights) // 2] >= 10, f"{label}: labels {heights[:5]}"
+    check_exports(page, explorers.first, figures)
+
+
+def check_exports(page: Any, explorer: Any, figures: dict[str, Any]) -> None:
+    """SVG and PNG are named after the model and the view; the PNG is what the pane shows
+    (Shift+click: the whole drawing)."""
+    from PIL import Image
+
+    explorer.scroll_into_view_if_needed()
+    with page.expect_download() as svg:
+        explorer.get_by_role("button", name="SVG", exact=True).click()
+    assert svg.value.suggested_filename == "ppocrv4_det_main.svg"
+    with page.expect_download() as view:
+        explorer.get_by_role("button", name="PNG", exact=True).click()
+    assert view.value.suggested_filename == "ppocrv4_det_main_view.png"
+    with page.expect_download() as whole:
+        explorer.get_by_role("button", name="PNG", exact=True).click(modifiers=["Shift"])
+    assert whole.value.suggested_filename == "ppocrv4_det_main.png"
+    pane = explorer.locator(".oxe-graph-viewport").bounding_box()
+    with Image.open(view.value.path()) as picture:
+        view_size = picture.size
+    with Image.open(whole.value.path()) as picture:
+        whole_size = picture.size
+    figures["exports"] = {"pane": [pane["width"], pane["height"]], "view png": view_size,
+                          "whole png": whole_size}  # fmt: skip
+    assert view_size[0] <= 2 * pane["width"] + 2 and view_size[1] <= 2 * pane["height"] + 2
+    assert whole_size[1] > view_size[1]
 
 
 @pytest.mark.parametrize("app", ["lab"])

@@ -317,3 +317,20 @@ def test_the_graph_selector_shows_the_graph_that_is_drawn():
     assert ex.model_panel.graph_picker.value == "/If/else_branch"
     ex.show_graph("/")  # the breadcrumb back to the main graph
     assert ex.model_panel.graph_picker.value == "/" and ex.graph_view.graph is ex.model.graph
+
+
+def test_exports_are_named_after_the_model_and_the_view(tmp_path):
+    from pathlib import Path
+
+    import onnx_explorer as ox
+    from onnx_explorer.widgets.graph_view import export_name
+
+    saved = Path(__file__).parent / "data" / "savedmodel" / "tf2_mlp"
+    model = ox.load(saved)
+    assert export_name(model, model.graph) == "tf2_mlp_main"
+    network = model.graph_at("function::__inference___call___26")
+    assert export_name(model, network) == "tf2_mlp_inference___call___26"
+    vad = ox.load(Path(__file__).parent / "corpus" / "silero_vad_16k_op15.onnx")
+    body = vad.graph_at("/model/decoder/If_1/then_branch")
+    assert export_name(vad, body) == "silero_vad_16k_op15_model_decoder_If_1_then_branch"
+    assert export_name(None, vad.graph) == "graph_main"

@@ -21,7 +21,7 @@ function button(label, title, onClick, className = "") {
   b.title = title;
   b.addEventListener("click", (event) => {
     event.stopPropagation();
-    onClick();
+    onClick(event);
   });
   return b;
 }
@@ -345,24 +345,43 @@ function render({ model, el }) {
   const controlToggle = button("control edges", "", () =>
     model.send({ event: "control_edges", show: model.get("control_edges") !== "show" }),
   );
+  const fileStem = () => model.get("export_name") || "graph";
   const exportSvg = () => {
-    if (svgText) download("graph.svg", new Blob([svgText], { type: "image/svg+xml" }));
+    if (svgText) download(`${fileStem()}.svg`, new Blob([svgText], { type: "image/svg+xml" }));
   };
-  const exportPng = () => {
+  // The PNG is what the pane shows (Shift+click: the whole drawing), at 2× for sharpness:
+  // a whole 13k-px-tall drawing made a 7 MB image nobody could read.
+  const exportPng = (event) => {
     if (!svgText) return;
+    const whole = Boolean(event && event.shiftKey);
+    const { width, height } = size();
+    const crop = whole
+      ? { x: 0, y: 0, width: svgSize.width, height: svgSize.height }
+      : {
+          x: Math.max(0, -tx / scale),
+          y: Math.max(0, -ty / scale),
+          width: Math.min(svgSize.width, width / scale),
+          height: Math.min(svgSize.height, height / scale),
+        };
+    crop.width = Math.max(1, Math.min(crop.width, svgSize.width - crop.x));
+    crop.height = Math.max(1, Math.min(crop.height, svgSize.height - crop.y));
     const image = new Image();
     const url = URL.createObjectURL(new Blob([svgText], { type: "image/svg+xml" }));
     image.onload = () => {
-      const ratio = Math.min(2, 16000 / Math.max(svgSize.width, svgSize.height));
+      const ratio = Math.min(2, 16000 / Math.max(crop.width, crop.height));
       const canvas = document.createElement("canvas");
-      canvas.width = Math.round(svgSize.width * ratio);
-      canvas.height = Math.round(svgSize.height * ratio);
+      canvas.width = Math.round(crop.width * ratio);
+      canvas.height = Math.round(crop.height * ratio);
       const context = canvas.getContext("2d");
       context.fillStyle = "#ffffff";
       context.fillRect(0, 0, canvas.width, canvas.height);
-      context.drawImage(image, 0, 0, canvas.width, canvas.height);
+      const sx = image.naturalWidth / svgSize.width; // the image's own px per stage px
+      const sy = image.naturalHeight / svgSize.height;
+      context.drawImage(image, crop.x * sx, crop.y * sy, crop.width * sx, crop.height * sy,
+        0, 0, canvas.width, canvas.height);
       URL.revokeObjectURL(url);
-      canvas.toBlob((blob) => blob && download("graph.png", blob), "image/png");
+      const suffix = whole ? "" : "_view";
+      canvas.toBlob((blob) => blob && download(`${fileStem()}${suffix}.png`, blob), "image/png");
     };
     image.src = url;
   };
@@ -377,7 +396,7 @@ function render({ model, el }) {
     controlToggle,
     element("span", "oxe-graph-spacer"),
     button("SVG", "save this view as an SVG file", exportSvg),
-    button("PNG", "save this view as a PNG image", exportPng),
+    button("PNG", "save what the pane shows as a PNG image (Shift+click: the whole drawing)", exportPng),
   );
 
   const showNotes = () => {

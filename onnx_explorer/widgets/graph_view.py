@@ -13,6 +13,8 @@ is being laid out, and the browser's Cancel button stops it.
 
 from __future__ import annotations
 
+import re
+
 import atexit
 import dataclasses
 import threading
@@ -106,6 +108,7 @@ class GraphView(anywidget.AnyWidget):
     matches = traitlets.List(traitlets.Unicode()).tag(sync=True)  # drawn ids of search hits
     match_total = traitlets.Int(0).tag(sync=True)  # search hits in the graph, drawn or not
     legend = traitlets.Dict().tag(sync=True)  # a numeric overlay's colour bar ({}: none)
+    export_name = traitlets.Unicode("graph").tag(sync=True)  # file name stem of exports
     budget = traitlets.Float(DEFAULT_BUDGET)
     picked_ghost = traitlets.Unicode("")  # key of the ghost clicked last ("" otherwise)
 
@@ -133,6 +136,7 @@ class GraphView(anywidget.AnyWidget):
         self._views: weakref.WeakKeyDictionary[Graph, tuple[list[str], str]] = (
             weakref.WeakKeyDictionary()
         )
+        self.export_name = export_name(self.model, graph)
         self.on_msg(self._on_message)
         self.render()
 
@@ -157,6 +161,7 @@ class GraphView(anywidget.AnyWidget):
                 self.matches = []
                 self.match_total = 0
                 self.graph_path = graph.path
+                self.export_name = export_name(self.model, graph)
             self.render()
 
     def expand(self, scope: str) -> None:
@@ -571,3 +576,19 @@ def _scope_showing(graph: Graph, node: Node) -> Scope | None:
 
 def _inside(scope: Scope | None, ancestor: Scope | None) -> bool:
     return scope is not None and ancestor is not None and ancestor in scope.ancestors()
+
+
+_UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def export_name(model: Model | None, graph: Graph) -> str:
+    """``yolov8n_main``, ``vad_If_1_then_branch``: the model as the user named it and the
+    view, made safe as a file name (what the SVG / PNG buttons save as)."""
+    stem = "graph"
+    if model is not None and model.path is not None:
+        path = model.path
+        stem = path.parent.name if path.name.startswith("saved_model.") else path.stem
+    view = "main" if graph.path in ("", "/") else graph.path.replace("function::", "")
+    view = _UNSAFE_FILE_CHARS.sub("_", view).strip("._")
+    name = _UNSAFE_FILE_CHARS.sub("_", f"{stem}_{view}").strip("._")
+    return name[:120] or "graph"
