@@ -13,10 +13,9 @@ is being laid out, and the browser's Cancel button stops it.
 
 from __future__ import annotations
 
-import re
-
 import atexit
 import dataclasses
+import re
 import threading
 import time
 import weakref
