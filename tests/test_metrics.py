@@ -696,3 +696,71 @@ def test_a_frozen_graphdef_without_stored_shapes_is_sized_from_its_bound_input()
     assert rows["conv1/Conv2D"] == 2 * 8 * 8 * 8 * (3 * 3 * 3)
     assert rows["pool"] == 2 * 4 * 4 * 8 * (2 * 2)
     assert rows["dense/MatMul"] == 2 * 10 * 128
+
+
+def _graphdef_residual_chain(blocks: int, relu_chain: int = 0) -> ox.Model:
+    """x[-1,8,8,16] → blocks of (Relu, AddV2(prev, relu)) → a chain of Relus; no stored
+    shapes: every size is worked out from the bound placeholder."""
+
+    def op(name, kind, inputs):
+        ins = " ".join(f'input: "{i}"' for i in inputs)
+        return f'node {{ name: "{name}" op: "{kind}" {ins} attr {{ key: "T" value {{ type: DT_FLOAT }} }} }}'  # noqa: E501
+
+    shape = " ".join(f"dim {{ size: {d} }}" for d in (-1, 8, 8, 16))
+    lines = [f'node {{ name: "x" op: "Placeholder" attr {{ key: "dtype" value {{ type: DT_FLOAT }} }} '
+             f'attr {{ key: "shape" value {{ shape {{ {shape} }} }} }} }}']  # fmt: skip
+    prev = "x"
+    for i in range(blocks):
+        lines += [op(f"b{i}/relu", "Relu", [prev]), op(f"b{i}/add", "AddV2", [prev, f"b{i}/relu"])]
+        prev = f"b{i}/add"
+    for i in range(relu_chain):
+        lines.append(op(f"r{i}", "Relu", [prev]))
+        prev = f"r{i}"
+    return ox.load("\n".join(lines).encode())
+
+
+def test_graphdef_sizes_are_worked_out_once_per_value_however_deep():
+    # Each residual block reads its input twice: without a memo the work doubled per
+    # block (16 blocks took 5.5 s); a 3,000-deep chain must not exhaust the stack.
+    result = ox.metrics(_graphdef_residual_chain(60, relu_chain=3000), dims={"x.0": 2})
+    per_value = 2 * 8 * 8 * 16
+    assert result.totals["macs"] == (60 * 2 + 3000) * per_value
+    assert result.unknown["macs"] == 0
+    assert result.unknown["activation_bytes"] == 0  # dtypes from the ops' T attributes
+
+
+def test_a_loop_with_a_computed_condition_or_an_absurd_count_is_unknown_not_huge():
+    model = _loop(2**62)  # torch's INT64_MAX-style bound
+    assert ox.metrics(model, shapes="infer").rows[0]["macs"] is None
+    assert ox.metrics(_loop(-5), shapes="infer").rows[0]["macs"] == 0
+
+
+def test_nested_function_calls_are_walked_once_per_argument_shapes(monkeypatch):
+    # F0 calls F1 ten times, F1 calls F2 ten times, ... : 10^6 bodies if walked naively.
+    depth, fan = 6, 10
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+    functions = []
+    for d in range(depth):
+        if d == depth - 1:
+            nodes = [helper.make_node("Relu", ["a"], ["c"])]
+        else:
+            names = ["a", *(f"t{k}" for k in range(fan - 1)), "c"]
+            nodes = [helper.make_node(f"F{d + 1}", [names[k]], [names[k + 1]], domain="local")
+                     for k in range(fan)]  # fmt: skip
+        functions.append(helper.make_function("local", f"F{d}", ["a"], ["c"], nodes, opsets))
+    call = helper.make_node("F0", ["X"], ["Y"], domain="local", name="call")
+    graph = helper.make_graph(
+        [call], "g", [helper.make_tensor_value_info("X", F, [2, 4])],
+        [helper.make_tensor_value_info("Y", F, [2, 4])],
+    )  # fmt: skip
+    proto = helper.make_model(graph, functions=functions, opset_imports=opsets)
+    from onnx_explorer.metrics import table
+
+    walks = []
+    rows = table._Walker.rows
+    monkeypatch.setattr(table._Walker, "rows", lambda self, *a: walks.append(1) or rows(self, *a))
+    result = ox.metrics(ox.load(proto), shapes="infer")
+    assert len(result.rows) == 1
+    # The main graph, then each body once per distinct argument shapes: the first call
+    # of a level has its input's size, the nine after it read untyped values (10^6 naively).
+    assert len(walks) <= 1 + 2 * depth

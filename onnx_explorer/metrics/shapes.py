@@ -99,6 +99,7 @@ class GraphShapes:
         # as symbols (or states for another input size): it comes first then.
         self._found_first = found_first
         self._passing: set[str] = set()
+        self._derived: dict[str, ValueInfo | None] = {}  # GraphDef sizes worked out
 
     def info(self, name: str) -> ValueInfo | None:
         observed = self._observed.get(name)
@@ -136,10 +137,23 @@ class GraphShapes:
 
     def _passed_through(self, name: str) -> ValueInfo | None:
         """A GraphDef value whose size the file does not give (no ``_output_shapes``, or
-        ``-1``): ops whose output has their first input's shape (Identity, BiasAdd,
-        activations) take it from there, binary element-wise ops the inputs' broadcast."""
+        ``-1``), worked out from its inputs (:meth:`_derive`), once per value: a residual
+        block reads its input twice, and without the memo each block doubled the work."""
         if self.graph_format != "graphdef" or name in self._passing:
             return None
+        if name in self._derived:
+            return self._derived[name]
+        try:
+            found = self._derive(name)
+        except RecursionError:  # a chain deeper than the stack, stored out of order
+            found = None
+        self._derived[name] = found
+        return found
+
+    def _derive(self, name: str) -> ValueInfo | None:
+        """Ops whose output has their first input's shape (Identity, BiasAdd, activations)
+        take it from there, binary element-wise ops the inputs' broadcast, MatMul,
+        convolutions, pooling and Reshape to a constant their own rule."""
         node = self.graph.producer(name)
         if node is None or not node.inputs:
             return None
@@ -170,7 +184,8 @@ class GraphShapes:
                 shape = np.broadcast_shapes(*sizes)
             except ValueError:  # shapes that do not broadcast: a broken file
                 return None
-        return ValueInfo(name, first.type, first.dtype, tuple(shape))
+        dtype = _tf_dtype(node) or first.dtype
+        return ValueInfo(name, dtype or "", dtype, tuple(shape))
 
     def _product_output(self, name: str, node: Node) -> ValueInfo | None:
         """A GraphDef MatMul's or convolution's output from its inputs' sizes."""
@@ -197,9 +212,7 @@ class GraphShapes:
             self._passing.discard(name)
         if shape is None:
             return None
-        declared = self._declared.get(name)
-        dtype = declared.dtype if declared is not None else None
-        return ValueInfo(name, dtype or "", dtype, shape)
+        return self._derived_value(name, node, shape)
 
     def _reshaped(self, name: str, node: Node) -> ValueInfo | None:
         """A GraphDef Reshape to a constant target (one ``-1`` taken from the input)."""
@@ -220,9 +233,12 @@ class GraphShapes:
             return None
         if -1 in sizes:
             sizes[sizes.index(-1)] = math.prod(source) // known
+        return self._derived_value(name, node, tuple(sizes))
+
+    def _derived_value(self, name: str, node: Node, shape: Shape) -> ValueInfo:
         declared = self._declared.get(name)
-        dtype = declared.dtype if declared is not None else None
-        return ValueInfo(name, dtype or "", dtype, tuple(sizes))
+        dtype = (declared.dtype if declared is not None else None) or _tf_dtype(node)
+        return ValueInfo(name, dtype or "", dtype, shape)
 
     def shape(self, name: str) -> Shape | None:
         """Sizes of ``name``'s dims, bound symbols included; None if any is unknown (an
@@ -243,11 +259,16 @@ class GraphShapes:
         return tuple(sizes)
 
     def constant(self, name: str) -> int | None:
-        """A one-element integer weight or Constant as an int (a Loop's trip count)."""
+        """A one-element integer or bool weight or Constant as an int (a Loop's trip count
+        and condition)."""
         tensor = self.graph.initializers.get(name) or self._constants.get(name)
         if tensor is None and self.outer is not None:
             return self.outer.constant(name)
-        if tensor is None or tensor.size != 1 or not tensor.dtype_name.startswith(("int", "uint")):
+        if (
+            tensor is None
+            or tensor.size != 1
+            or not tensor.dtype_name.startswith(("int", "uint", "bool"))
+        ):
             return None
         try:
             return int(tensor.numpy().reshape(-1)[0])
@@ -288,6 +309,16 @@ class NodeView:
 
     def constant(self, i: int) -> int | None:
         return self.shapes.constant(self.node.inputs[i]) if self.has_input(i) else None
+
+
+def _tf_dtype(node: Node) -> str | None:
+    """A TensorFlow op's output dtype from its type attribute (``DstT`` of a Cast, else
+    ``T``/``dtype``), as our dtype names."""
+    for key in ("DstT", "T", "dtype"):
+        attribute = node.attributes.get(key)
+        if attribute is not None and attribute.kind == "TYPE" and attribute.value:
+            return str(attribute.value)
+    return None
 
 
 def _concrete(shape: tuple[Any, ...]) -> bool:

@@ -244,7 +244,11 @@ def _can_observe(graph: Graph) -> bool:
 OBSERVE_MAX_NODES = 20_000
 #: Largest weights an automatic run loads (all of them go into onnxruntime's session).
 OBSERVE_MAX_WEIGHT_BYTES = 1 << 30
-_MAX_CALL_DEPTH = 16  # nested function calls followed (a recursive file ends here)
+_MAX_CALL_DEPTH = 16
+#: Nodes one metrics walk visits at most, bodies and function calls included.
+MAX_WALKED_NODES = 5_000_000
+#: Trip counts above this are taken as bounds of a computed condition, not counts.
+MAX_LOOP_TRIPS = 1 << 31  # nested function calls followed (a recursive file ends here)
 
 
 class _Walker:
@@ -270,6 +274,10 @@ class _Walker:
         self.shape_unknown = 0  # nodes with a rule whose shapes were unknown
         self.claimed: set[int] = set()  # id() of weights already counted
         self._calls: list[str] = []  # functions being walked (recursion guard)
+        # A function's MACs per argument shapes: a hostile file calling F ten times from
+        # each of six nested levels would otherwise walk 10^6 bodies.
+        self._call_macs: dict[tuple[str, tuple[Any, ...]], int | None] = {}
+        self.walked = 0  # nodes walked, bodies and calls included (bounded)
         self.bound_inputs: dict[str, tuple[int, ...]] = {}  # the main graph's (GraphDef)
 
     def rows(
@@ -280,6 +288,7 @@ class _Walker:
         arguments: Mapping[str, tuple[int, ...]] | None = None,
     ) -> list[dict[str, Any]]:
         main = outer is None and arguments is None
+        self.walked += len(graph.nodes)
         shapes = GraphShapes(
             graph, self.inferred, self.dims, self.unresolved, outer, self.graph_format,
             found_first=self.found_first,
@@ -365,8 +374,7 @@ class _Walker:
         if node.op_type == "If":
             return max(known), params, param_bytes
         if node.op_type == "Loop":
-            trips = view.constant(0)
-            return (None if trips is None else trips * sum(known)), params, param_bytes
+            return _loop_trips(node, view, sum(known)), params, param_bytes
         if node.op_type == "Scan":
             steps = _scan_length(node, view)
             return (None if steps is None else steps * sum(known)), params, param_bytes
@@ -386,6 +394,11 @@ class _Walker:
             shape = call.input(i) if i < len(call.node.inputs) else None
             if shape is not None:
                 arguments[info.name] = shape
+        memo = (key, tuple(sorted(arguments.items())))
+        if memo in self._call_macs:  # its weights were counted the first time
+            return self._call_macs[memo], 0, 0
+        if self.walked > MAX_WALKED_NODES:
+            return None, 0, 0
         self._calls.append(key)
         try:
             inner_rows = self.rows(function.graph, None, weights, arguments)
@@ -393,11 +406,25 @@ class _Walker:
             self._calls.pop()
         values = [r["macs"] for r in inner_rows]
         macs = None if None in values else sum(v or 0 for v in values)
+        self._call_macs[memo] = macs
         return (
             macs,
             sum(r["params"] for r in inner_rows),
             sum(r["param_bytes"] for r in inner_rows),
         )
+
+
+def _loop_trips(node: Node, view: NodeView, body_macs: int) -> int | None:
+    """A Loop's MACs: its body × a constant trip count ``M`` (a negative one runs 0
+    times). With a condition input that is not the constant True, ``M`` is only a bound
+    (torch writes ``M = INT64_MAX`` beside a computed condition): unknown then, as is
+    an ``M`` beyond 2^31."""
+    trips = view.constant(0)
+    if trips is None or trips > MAX_LOOP_TRIPS:
+        return None
+    if view.has_input(1) and view.constant(1) != 1:
+        return None
+    return max(0, trips) * body_macs
 
 
 def _op_name(node: Node) -> str:
