@@ -54,8 +54,10 @@ class _Facades:
             return InferredTypes({}, f"no run: {exc}")
         try:
             found = observed_shapes(model, input_shapes)
-        except ExplorerError as exc:  # onnxruntime missing, the run failed, bad feeds
-            return InferredTypes({}, str(exc).splitlines()[0])
+        except (ExplorerError, MemoryError, ValueError, OSError) as exc:
+            # onnxruntime missing, the run failed or timed out, absurd sizes
+            lines = str(exc).splitlines()
+            return InferredTypes({}, lines[0] if lines else type(exc).__name__)
         return InferredTypes({id(model.graph): found})
 
 

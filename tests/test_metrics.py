@@ -764,3 +764,38 @@ def test_nested_function_calls_are_walked_once_per_argument_shapes(monkeypatch):
     # The main graph, then each body once per distinct argument shapes: the first call
     # of a level has its input's size, the nine after it read untyped values (10^6 naively).
     assert len(walks) <= 1 + 2 * depth
+
+
+def test_the_observing_run_is_stopped_in_time_and_absurd_inputs_are_not_made(monkeypatch):
+    # NonZero → MatMul: only a run knows the MatMul's size. A Loop of 10^11 trips would
+    # keep onnxruntime busy for ever: the run is a child process, stopped at its limit.
+    pytest.importorskip("onnxruntime")
+    from onnx_explorer.runs import _observe
+
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v_in", "one"], ["v_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", F, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", F, [1])],
+    )  # fmt: skip
+    nodes = [
+        helper.make_node("Loop", ["M", "c", "z"], ["L"], body=body, name="loop"),
+        helper.make_node("NonZero", ["X"], ["nz"]),
+        helper.make_node("Cast", ["nz"], ["nzf"], to=F),
+        helper.make_node("Transpose", ["nzf"], ["t"]),
+        helper.make_node("MatMul", ["t", "W"], ["Y"], name="mm"),
+    ]
+    weights = {"M": np.array(10**11, np.int64), "c": np.array(True), "z": np.zeros(1, np.float32),
+               "one": np.ones(1, np.float32), "W": _w(2, 2)}  # fmt: skip
+    model = _model(nodes, {"X": ["n", 2]}, {"Y": [None, 2], "L": [1]}, weights, opset=17)
+    monkeypatch.setattr(_observe, "OBSERVE_TIME_LIMIT", 2.0)
+    result = ox.metrics(model)
+    assert any("did not finish in 2 s" in note for note in result.notes)
+    rows = {r["name"]: r["macs"] for r in result.rows}
+    assert rows["mm"] is None and rows["loop"] is None  # unknown, never a made-up number
+    huge = ox.metrics(model, dims={"n": 10**9})
+    assert any("the inputs would take" in note for note in huge.notes)

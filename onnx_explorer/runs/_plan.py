@@ -25,6 +25,7 @@ from onnx import helper
 
 from ..errors import ModelFormatError
 from ..external_data import resolve_location
+from ..readers.protowire import MAGIC, MARKER_LENGTH
 
 #: Nodes in the first segment; the next ones are sized by the bytes the previous made.
 SEGMENT_NODES = 64
@@ -79,8 +80,22 @@ def load_proto(source: Any) -> tuple[onnx.ModelProto, Path | None]:
         held = getattr(source, "source_bytes", None)
         if held is not None:  # opened from bytes: its proto stands in for payloads
             return _parse(bytes(held), "the model bytes"), None
+        if _has_markers(model):
+            raise ModelFormatError(
+                "the model was opened from the network without its weights (they are read "
+                "by range when looked at): download it and run the local file"
+            )
         return model, None  # opened from a ModelProto, which holds its payloads
     raise TypeError(f"run() takes a path, bytes or an onnx.ModelProto, not {type(source).__name__}")
+
+
+def _has_markers(model: onnx.ModelProto) -> bool:
+    """True when some initializer's bytes were left where they are (a remote or mapped
+    model's proto holds a 16-byte marker in their place)."""
+    return any(
+        len(t.raw_data) == MARKER_LENGTH and t.raw_data.startswith(MAGIC)
+        for t in model.graph.initializer
+    )
 
 
 def _parse(data: bytes, what: str) -> onnx.ModelProto:
