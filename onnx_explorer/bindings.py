@@ -22,10 +22,13 @@ it can be bound like any symbol.
 from __future__ import annotations
 
 import ast
+import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from .model import Dim, Graph, Model, ValueInfo
 
@@ -67,17 +70,18 @@ class InputBinding:
     dims: Mapping[str, int]
     assumed: tuple[Assumed, ...] = ()
 
-    def line(self) -> str:
-        """One line saying which input sizes were assumed ("" when none was)."""
+    def line(self, command_line: bool = False) -> str:
+        """One line saying which input sizes were assumed ("" when none was), with how to
+        bind them from Python (``dims={...}``) or, with ``command_line``, the CLI
+        (``--dims a=1,b=2``)."""
         if not self.assumed:
             return ""
         shown = ", ".join(f"{a.symbol}={a.size:,} ({a.why})" for a in self.assumed)
-        example = ", ".join(f"{a.symbol!r}: {a.size}" for a in self.assumed[:2])
-        return f"assumed input sizes: {shown}; bind them with dims={{{example}}}"
-
-    def key(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
-        """A hashable form of ``shapes`` (what a cache of results keys on)."""
-        return tuple(sorted(self.shapes.items()))
+        if command_line:
+            hint = "--dims " + ",".join(f"{a.symbol}={a.size}" for a in self.assumed[:2])
+        else:
+            hint = "dims={" + ", ".join(f"{a.symbol!r}: {a.size}" for a in self.assumed[:2]) + "}"
+        return f"assumed input sizes: {shown}; bind them with {hint}"
 
 
 def checked_sizes(dims: Mapping[str, Any] | None) -> dict[str, int]:
@@ -88,13 +92,25 @@ def checked_sizes(dims: Mapping[str, Any] | None) -> dict[str, int]:
         raise TypeError(f"dims must be a mapping of dimension name to size, not {type(dims)}")
     bound: dict[str, int] = {}
     for name, size in dims.items():
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        value = _size(size)
+        if value is None:
             raise ValueError(
                 f"dims[{name!r}] must be a non-negative integer, not {size!r}"
                 " (e.g. dims={'batch': 1, 'sequence': 128})"
             )
-        bound[str(name)] = int(size)
+        bound[str(name)] = value
     return bound
+
+
+def _size(value: Any) -> int | None:
+    """A non-negative integer size (numpy integers too; not bool), else None."""
+    if isinstance(value, bool | np.bool_):
+        return None
+    try:
+        size = operator.index(value)
+    except TypeError:
+        return None
+    return size if size >= 0 else None
 
 
 def _checked_shapes(
@@ -109,9 +125,15 @@ def _checked_shapes(
         if name not in inputs:
             known = ", ".join(inputs) or "none"
             raise ValueError(f"input_shapes names {name!r}, not an input (inputs: {known})")
-        sizes = tuple(shape)
-        if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes):
+        if isinstance(shape, str | bytes) or not isinstance(shape, Iterable):
+            raise ValueError(
+                f"input_shapes[{name!r}] must be a sequence of sizes like (1, 3, 224, 224), "
+                f"not {shape!r}"
+            )
+        checked = [_size(s) for s in shape]
+        if any(s is None for s in checked):
             raise ValueError(f"input_shapes[{name!r}] must be non-negative integers, not {shape!r}")
+        sizes = tuple(s for s in checked if s is not None)
         declared = inputs[name].shape
         if declared is not None and len(declared) != len(sizes):
             raise ValueError(
@@ -159,12 +181,12 @@ def _imgsz(metadata: Mapping[str, str]) -> tuple[int, int] | None:
         value = ast.literal_eval(text.strip())
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         value = [value, value]
     if (
         isinstance(value, list | tuple)
         and len(value) == 2
-        and all(isinstance(v, int) and 0 < v <= 1 << 16 for v in value)
+        and all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 1 << 16 for v in value)
     ):
         return int(value[0]), int(value[1])
     return None
@@ -177,6 +199,10 @@ def _kind(info: ValueInfo, axis: int, symbol: str) -> str | None:
     named = not symbol.startswith(f"{info.name}.") and not re.match(
         r"^(unk__\d+|.*DynamicDimension.*|\?|-1|N?one)$", name
     )
+    floating = (info.dtype or "").startswith(("float", "bfloat"))
+    last = axis == rank - 1
+    if floating and rank in (1, 2) and last and _AUDIO_INPUT.search(info.name):
+        return "audio"  # an input named for audio wins: wav2vec's input_values[batch, sequence]
     if named:
         if _BATCH.search(name):
             return "batch"
@@ -186,7 +212,6 @@ def _kind(info: ValueInfo, axis: int, symbol: str) -> str | None:
             return "audio"
         if _SEQUENCE.search(name):
             return "sequence"
-    floating = (info.dtype or "").startswith(("float", "bfloat"))
     if axis == 0 and rank >= 2:
         return "batch"
     if rank == 4 and floating and axis in (2, 3):

@@ -103,8 +103,8 @@ def _footer(result: Metrics) -> list[str]:
     if result.unresolved_dims:
         names = shorten(", ".join(terminal_safe(d) for d in result.unresolved_dims), 200)
         lines.append(f"sizes no inference or run could find: {names}")
-    if result.assumed_line:
-        lines.append(terminal_safe(result.assumed_line).replace("dims={", "--dims {"))
+    if result.binding is not None and result.binding.assumed:
+        lines.append(terminal_safe(result.binding.line(command_line=True)))
     lines.append(f"shapes from: {result.shapes_from}")
     lines.extend(f"note: {terminal_safe(note)}" for note in result.notes)
     return lines

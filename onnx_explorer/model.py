@@ -658,6 +658,8 @@ class Model:
         self.type_inference = type_inference
         self._inferred: InferredTypes | None = None
         self._inferred_bound: dict[tuple[Any, ...], InferredTypes] = {}
+        self._observed: dict[tuple[Any, ...], InferredTypes] = {}
+        self._observing = threading.Lock()
         # Input sizes the user chose for this model (see bind() and onnx_explorer.bindings).
         self.bound_dims: Mapping[str, int] = MappingProxyType({})
         self.bound_input_shapes: Mapping[str, tuple[int, ...]] = MappingProxyType({})
@@ -742,15 +744,17 @@ class Model:
     def observed_types(self, input_shapes: Mapping[str, tuple[int, ...]]) -> InferredTypes:
         """The main graph's value types seen in one onnxruntime run on generated inputs of
         ``input_shapes`` (needs ``onnx_explorer[run]``): the reference where shape
-        inference stops. Never raises: an ``error`` says why there are none."""
-        key = ("observed", *sorted((k, tuple(v)) for k, v in input_shapes.items()))
-        with self._inferring:
-            found = self._inferred_bound.get(key)  # type: ignore[arg-type]
-        if found is None:
-            found = _facades().observed_types(self, input_shapes)
-            with self._inferring:
-                self._inferred_bound[key] = found  # type: ignore[index]
-        return found
+        inference stops. One run at a time, the last few kept. Never raises: an
+        ``error`` says why there are none."""
+        key = tuple(sorted((k, tuple(v)) for k, v in input_shapes.items()))
+        with self._observing:  # a second caller waits for the run under way
+            found = self._observed.get(key)
+            if found is None:
+                found = _facades().observed_types(self, dict(key))
+                if len(self._observed) >= 4:
+                    self._observed.pop(next(iter(self._observed)))
+                self._observed[key] = found
+            return found
 
     def function(self, domain: str, name: str) -> Function | None:
         return self._functions_by_key.get((domain, name))

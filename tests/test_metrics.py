@@ -704,7 +704,7 @@ def _graphdef_residual_chain(blocks: int, relu_chain: int = 0) -> ox.Model:
 
     def op(name, kind, inputs):
         ins = " ".join(f'input: "{i}"' for i in inputs)
-        return f'node {{ name: "{name}" op: "{kind}" {ins} attr {{ key: "T" value {{ type: DT_FLOAT }} }} }}'  # noqa: E501
+        return f'node {{ name: "{name}" op: "{kind}" {ins} attr {{ key: "T" value {{ type: DT_FLOAT }} }} }}'
 
     shape = " ".join(f"dim {{ size: {d} }}" for d in (-1, 8, 8, 16))
     lines = [f'node {{ name: "x" op: "Placeholder" attr {{ key: "dtype" value {{ type: DT_FLOAT }} }} '
@@ -799,3 +799,40 @@ def test_the_observing_run_is_stopped_in_time_and_absurd_inputs_are_not_made(mon
     assert rows["mm"] is None and rows["loop"] is None  # unknown, never a made-up number
     huge = ox.metrics(model, dims={"n": 10**9})
     assert any("the inputs would take" in note for note in huge.notes)
+
+
+def test_sizes_are_checked_where_they_are_given():
+    model = _symbolic()
+    assert ox.metrics(model, dims={"batch": np.int64(2), "sequence": 3}).rows[0]["macs"] == 48
+    for bad in ({"X": 5}, {"X": None}, {"X": (1, "a", 4)}, {"X": "1,2,4"}):
+        with pytest.raises(ValueError, match="input_shapes"):
+            ox.metrics(model, input_shapes=bad)
+    with pytest.raises(ValueError, match="batch"):
+        ox.explore(model, dims={"batch": -1})
+
+
+def test_the_cli_hint_is_cli_syntax(tmp_path, capsys):
+    path = _save(_symbolic(), tmp_path)
+    assert main(["metrics", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "bind them with --dims batch=1,sequence=128" in out
+    assert main(["metrics", str(path), "--dims", "batch=1,sequence=128"]) == 0
+
+
+def test_qgemm_counts_its_bias_not_its_zero_point():
+    node = helper.make_node(
+        "QGemm", ["A", "As", "Az", "B", "Bs", "Bz", "C", "Ys", "Yz"], ["Y"], domain="com.microsoft"
+    )
+    u8 = {"A": (U8, [2, 3])}
+    weights = {"As": _w(1), "Az": _w(1, dtype=np.uint8), "B": _w(3, 4, dtype=np.uint8),
+               "Bs": _w(1), "Bz": _w(1, dtype=np.uint8), "C": _w(4, dtype=np.int32),
+               "Ys": _w(1), "Yz": _w(1, dtype=np.uint8)}  # fmt: skip
+    model = _model([node], u8, {"Y": (U8, [2, 4])}, weights, ms=True)
+    assert _macs(model) == 2 * 4 * 3 + 2 * 4
+
+
+def test_an_input_named_for_audio_gets_audio_samples_by_default():
+    node = helper.make_node("Relu", ["input_values"], ["Y"])
+    model = _model([node], {"input_values": ["batch", "sequence"]}, {"Y": ["batch", "sequence"]})
+    line = ox.metrics(model).assumed_line
+    assert "sequence=16,000 (audio)" in line and "batch=1 (batch)" in line

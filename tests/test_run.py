@@ -593,3 +593,21 @@ def test_a_failed_run_in_the_explorer_shows_the_reason_the_feeds_and_a_hint():
     ex2 = ox.explore(proto, dims={"length": 25})
     result = ex2.run(progress=False)
     assert result.failure is None and result.feeds["x"].shape == (1, 25)
+
+
+def test_first_problem_with_a_partial_capture_reads_constants_and_judges_no_unknown_input():
+    neg_inf = numpy_helper.from_array(np.array([-np.inf], np.float32))
+    proto = _model(
+        [
+            helper.make_node("Constant", [], ["neginf"], value=neg_inf),
+            helper.make_node("Greater", ["X", "zero"], ["cond"]),
+            helper.make_node("Where", ["cond", "X", "neginf"], ["masked"], name="where"),
+            helper.make_node("Relu", ["masked"], ["Y"], name="relu"),
+        ],
+        [helper.make_tensor_value_info("X", F, [4])],
+        [helper.make_tensor_value_info("Y", F, [4])],
+        [numpy_helper.from_array(np.array(0, np.float32), "zero")],
+    )
+    feeds = {"X": np.array([1, -1, 2, -2], np.float32)}
+    for capture in ("all", ["masked"], ["masked", "Y"]):
+        assert ox.run(proto, feeds, capture=capture).first_problem is None, capture

@@ -85,7 +85,9 @@ export function safeInlineStyle(text: string): string {
   const kept: string[] = [];
   for (const name of Array.from(scratch.style)) {
     const value = scratch.style.getPropertyValue(name);
-    if (STYLE_PROPERTIES.has(name) && !UNSAFE_VALUE.test(value)) {
+    // A negative margin could pull the static copy over the cells around it.
+    const outward = name.startsWith('margin') && value.includes('-');
+    if (STYLE_PROPERTIES.has(name) && !UNSAFE_VALUE.test(value) && !outward) {
       kept.push(`${name}: ${value}`);
     }
   }

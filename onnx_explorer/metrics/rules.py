@@ -142,6 +142,16 @@ def _gemm(s: NodeShapes) -> int | None:
     return _with_bias(out * k, s, 2)
 
 
+def _qgemm(s: NodeShapes) -> int | None:
+    """com.microsoft QGemm: A (0), its scale and zero point (1, 2), B (3), its scale and
+    zero point (4, 5), the bias C (6)."""
+    out, a = elements(s.output(0)), s.input(0)
+    if out is None or a is None or len(a) != 2:
+        return None
+    k = a[0] if s.attr("transA", 0) else a[1]
+    return _with_bias(out * k, s, 6)
+
+
 _EINSUM_TERM = re.compile(r"^[A-Za-z]*(\.\.\.)?[A-Za-z]*$")
 
 
@@ -231,7 +241,8 @@ def _dft(s: NodeShapes) -> int | None:
     out, x = elements(s.output(0)), s.input(0)
     if out is None or x is None or len(x) < 2:
         return None
-    axis = s.attr("axis", 1)  # opset 17 keeps the axis as an attribute (opset 20: input 2)
+    # opset 17 keeps the axis as an attribute (default 1); opset 20 as input 2
+    axis = s.constant(2) if s.has_input(2) else s.attr("axis", 1)
     axis = axis if isinstance(axis, int) and -len(x) <= axis < len(x) else 1
     return out * x[axis]
 
@@ -247,6 +258,13 @@ def _stft(s: NodeShapes) -> int | None:
     if out is None or not isinstance(length, int):
         return None
     return out * length
+
+
+def _lrn(s: NodeShapes) -> int | None:
+    """LRN: each output sums ``size`` squares across channels."""
+    out = elements(s.output(0))
+    size = s.attr("size")
+    return None if out is None or not isinstance(size, int) else out * size
 
 
 # -- pooling -------------------------------------------------------------------------
@@ -431,7 +449,11 @@ ONNX_RULES: dict[tuple[str, str], Rule] = {
     ("", "DFT"): _dft,
     ("", "STFT"): _stft,
     ("com.microsoft", "DynamicQuantizeLSTM"): _recurrent,  # W (dirs, I, 4H): the same product
-    ("com.microsoft", "QGemm"): _gemm,
+    ("com.microsoft", "QGemm"): _qgemm,
+    ("", "LRN"): _lrn,
+    ("", "Swish"): _per_output(1),
+    ("", "RotaryEmbedding"): _per_output(1),
+    ("", "DeformConv"): _conv(weight=1, bias=3),
     ("com.microsoft", "FusedConv"): _conv(weight=1, bias=2),
     ("com.microsoft", "NhwcConv"): _conv(weight=1, bias=2),
     ("com.microsoft", "QLinearConv"): _conv(weight=3, bias=8),

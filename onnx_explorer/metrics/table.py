@@ -182,6 +182,8 @@ def metrics(
         elif inferred is not None and inferred.error:
             notes.append(f"shapes from the file only: {inferred.error}")
     graph_format = model.format if model is not None else "onnx"
+    if shapes == "run" and (model is None or not is_main or graph_format != "onnx"):
+        notes.append("no onnxruntime run: shapes='run' needs an ONNX model's main graph")
     found_first = symbolic and inferred is not None and not inferred.error
     shapes_from = "inference" if found_first else "file"
     # GraphDef has no inference: its placeholders take the bound shapes directly.
@@ -231,7 +233,8 @@ def _can_observe(graph: Graph) -> bool:
     (an LLM's 28 GB are not read to size a few symbols: ``shapes="run"`` asks for it)."""
     if len(graph.nodes) > OBSERVE_MAX_NODES:
         return False
-    if sum(t.nbytes for t in graph.initializers.values()) > OBSERVE_MAX_WEIGHT_BYTES:
+    weights = (*graph.initializers.values(), *graph.constants().values())  # Paddle: Constants
+    if sum(t.nbytes for t in weights) > OBSERVE_MAX_WEIGHT_BYTES:
         return False
     try:
         return importlib.util.find_spec("onnxruntime") is not None

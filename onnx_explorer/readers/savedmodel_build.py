@@ -139,7 +139,9 @@ def _unclaimed(
     order (three Keras metrics each own a ``total``), while the object graph keeps the
     plain name."""
     node = by_name.get(name)
-    if node is None or node.name not in claimed:
+    if node is None:
+        return None
+    if node.name not in claimed and _agrees(node, tensor):
         return node
     for k in range(1, len(by_name) + 1):
         node = by_name.get(f"{name}_{k}")
@@ -181,7 +183,10 @@ def _with_variables(
     keys_of: dict[str, str] = {}  # node name → checkpoint key
     initializers: dict[str, Tensor] = {}
     claimed: set[str] = set()
-    for key in bundle.tensors:
+    # The object graph's order is creation order, the order TensorFlow uniquified the
+    # names in (total, total_1, ...); the bundle's is sorted (metrics/10 before metrics/2).
+    rank = {key: i for i, key in enumerate(object_names)}
+    for key in sorted(bundle.tensors, key=lambda k: (rank.get(k, len(rank)), k)):
         node = _unclaimed(object_names.get(key, key), by_name, claimed, bundle.tensors[key])
         if node is not None:
             keys_of[node.name] = key

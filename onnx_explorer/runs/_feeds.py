@@ -135,35 +135,22 @@ def check_feeds(specs: list[InputSpec], feeds: Mapping[str, np.ndarray]) -> None
 def generate_feeds(
     specs: list[InputSpec],
     *,
-    dims: Mapping[str, int] | None = None,
-    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    shapes: Mapping[str, tuple[int, ...]],
     seed: int = 0,
     vocab: int | None = None,
 ) -> dict[str, np.ndarray]:
-    """Values for every input: of ``shapes[name]`` when given (see
-    :mod:`onnx_explorer.bindings`), else the declared dims with ``dims`` bound (1 for the
-    rest)."""
+    """Values for every input in ``specs`` at ``shapes[name]`` (the sizes
+    :mod:`onnx_explorer.bindings` chose); FeedError for one it cannot make."""
     rng = np.random.default_rng(seed)
-    dims = dict(dims or {})
     feeds = {}
     for spec in specs:
-        given = (shapes or {}).get(spec.name)
-        if spec.dtype is not None and given is not None:
-            feeds[spec.name] = _values(spec.name, spec.dtype, tuple(given), rng, vocab)
-            continue
-        if spec.dtype is None or spec.dims is None:
+        shape = shapes.get(spec.name)
+        if spec.dtype is None or shape is None:
             raise FeedError(
                 f"input {spec.text()} has no declared type or rank: pass feeds={{...}} for it"
             )
-        shape = tuple(_dim(d, dims) for d in spec.dims)
-        feeds[spec.name] = _values(spec.name, spec.dtype, shape, rng, vocab)
+        feeds[spec.name] = _values(spec.name, spec.dtype, tuple(shape), rng, vocab)
     return feeds
-
-
-def _dim(dim: int | str | None, dims: Mapping[str, int]) -> int:
-    if isinstance(dim, int):
-        return dim
-    return int(dims.get(dim, 1)) if dim else 1
 
 
 def _values(
@@ -176,6 +163,8 @@ def _values(
             return np.ones(shape, dtype)
         high = vocab if (vocab and _IDS.search(name)) else 10
         return rng.integers(0, high, shape).astype(dtype)
+    if dtype in (np.float32, np.float64):  # made in place: no float64 copy beside it
+        return rng.standard_normal(shape, dtype=dtype)
     if dtype.kind == "f" or dtype.kind == "V":
         return rng.standard_normal(shape).astype(dtype)
     raise FeedError(f"input {name!r} of dtype {dtype.name} cannot be generated: pass it in feeds")

@@ -326,10 +326,12 @@ def problem_nodes(the_plan: Plan, tensors: Mapping[str, TensorRecord]) -> list[s
 
     An Inf passed on (``Where(mask, -inf, x)``, ``scores + mask``) is where the model
     means it; a Constant's is in the file. The node that first turns finite values into
-    NaN/Inf is the one to look at. Inputs not captured (weights) count as finite unless
-    they hold a NaN/Inf themselves (small ones are checked).
+    NaN/Inf is the one to look at. Inputs not captured are judged by their value when
+    it is in the file (a weight, a Constant's); a node with an input that is neither is
+    not judged (with ``capture=`` a subset, its inputs may have held the Inf already).
     """
     graph = the_plan.graph
+    producers = {out: node for node in graph.node for out in node.output if out}
     found: list[str] = []
     for record in tensors.values():
         stats = record.stats
@@ -340,19 +342,45 @@ def problem_nodes(the_plan: Plan, tensors: Mapping[str, TensorRecord]) -> list[s
         if node is None or node.op_type in _CONSTANT_OPS:
             continue
         had_nan = had_inf = False
+        judged = True
         for name in node.input:
+            if not name:
+                continue
             seen = tensors.get(name)
             if seen is not None and seen.stats is not None:
                 had_nan |= seen.stats.nan > 0
                 had_inf |= seen.stats.inf > 0
-            elif name in the_plan.initializers:
-                nan, inf = _weight_nonfinite(the_plan.initializers[name])
-                had_nan, had_inf = had_nan or nan, had_inf or inf
+                continue
+            stored = _stored_value(name, the_plan, producers)
+            if stored is None:
+                judged = False
+                break
+            had_nan, had_inf = had_nan or stored[0], had_inf or stored[1]
+        if not judged:
+            continue
         made_nan = stats.nan > 0 and not had_nan
         made_inf = stats.inf > 0 and not (had_inf or had_nan)
         if (made_nan or made_inf) and record.node not in found:
             found.append(record.node)
     return found
+
+
+def _stored_value(
+    name: str, the_plan: Plan, producers: Mapping[str, Any]
+) -> tuple[bool, bool] | None:
+    """(has NaN, has Inf) of a value the file holds (a weight, a Constant's value, a
+    graph input fed as given counts as finite), or None when it was computed and not
+    captured."""
+    if name in the_plan.initializers:
+        return _weight_nonfinite(the_plan.initializers[name])
+    node = producers.get(name)
+    if node is None:
+        return False, False  # a graph input: the feeds are the user's
+    if node.op_type == "Constant":
+        for attribute in node.attribute:
+            if attribute.name == "value" and attribute.HasField("t"):
+                return _weight_nonfinite(attribute.t)
+    return None
 
 
 def _weight_nonfinite(tensor: Any) -> tuple[bool, bool]:

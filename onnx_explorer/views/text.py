@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..model import Attribute, Graph, SparseTensor, ValueInfo
+from ..model import Attribute, Graph, Model, SparseTensor, ValueInfo
 from ..summary import location_name
 from ..tensors import Tensor
 from .quoting import as_text
@@ -132,3 +132,16 @@ def preview_values(array: np.ndarray, count: int = 12) -> str:
             items = [repr(v) for v in flat]
     more = ", …" if array.size > count else ""
     return "[" + ", ".join(items) + more + "]"
+
+
+def model_name(model: Model | None) -> str:
+    """The model as the user named it: its file's name, a SavedModel by its folder (not
+    ``saved_model.pb``), else the graph's name."""
+    if model is None:
+        return "model"
+    path = model.path
+    if path is None:
+        return model.graph.name or "model"
+    if path.name.startswith("saved_model.") and path.parent.name:
+        return path.parent.name
+    return path.name

@@ -17,6 +17,7 @@ import ipywidgets as widgets
 import numpy as np
 import traitlets
 
+from ..bindings import model_binding
 from ..model import Graph, Model, Node
 from ..readers import load
 from ..readers.inference_child import warm_up
@@ -24,6 +25,7 @@ from ..tensors import Tensor
 from ..views.overlay import Overlay
 from ..views.quoting import as_text
 from ..views.scale_overlay import REDUCES, Reduce, checked_values, scale_overlay
+from ..views.text import model_name
 from . import html as h
 from .attribute_panel import AttributePanel
 from .model_panel import ModelPanel
@@ -449,7 +451,7 @@ class Explorer(widgets.VBox):
             graph = graph.parent.graph
         chain.extend(reversed(body))
         crumbs: list[widgets.Widget] = [
-            widgets.HTML(h.STYLE + f"<b>{h.esc(display_name(self.model))}</b>&nbsp;›")
+            widgets.HTML(h.STYLE + f"<b>{h.esc(model_name(self.model))}</b>&nbsp;›")
         ]
         for raw_label, path in chain:
             label = as_text(raw_label)  # node names: no bidi overrides or controls on buttons
@@ -519,15 +521,6 @@ def _next_trail(trail: list[str], graph: Graph, main: Graph) -> list[str]:
     return [*trail, root.path]
 
 
-def display_name(model: Model) -> str:
-    """The model as the user named it: a SavedModel by its folder, not ``saved_model.pb``."""
-    if model.path is None:
-        return model.graph.name or "model"
-    if model.path.name.startswith("saved_model.") and model.path.parent.name:
-        return model.path.parent.name
-    return model.path.name
-
-
 def metrics_note(result: Metrics, series: str) -> str:
     """One or two lines under a metrics overlay: the input sizes assumed and what is
     not counted (the same words as ``onnx-explorer metrics``)."""
@@ -559,5 +552,6 @@ def explore(
         source if isinstance(source, Model) else load(source, external_data_dir=external_data_dir)
     )
     if dims or input_shapes:
+        model_binding(model, dims=dims, input_shapes=input_shapes)  # refused here, by name
         model.bind(dims=dims, input_shapes=input_shapes)
     return Explorer(model, max_nodes=max_nodes)

@@ -36,6 +36,7 @@ from ..views.layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, d
 from ..views.overlay import Overlay
 from ..views.recolour import recolour_svg
 from ..views.scopes import Scope, scope_tree
+from ..views.text import model_name
 
 _HERE = Path(__file__).resolve().parent
 #: Search hits marked in the drawing at most (a filter may match 100,000 nodes).
@@ -585,8 +586,7 @@ def export_name(model: Model | None, graph: Graph) -> str:
     view, made safe as a file name (what the SVG / PNG buttons save as)."""
     stem = "graph"
     if model is not None and model.path is not None:
-        path = model.path
-        stem = path.parent.name if path.name.startswith("saved_model.") else path.stem
+        stem = Path(model_name(model)).stem
     view = "main" if graph.path in ("", "/") else graph.path.replace("function::", "")
     view = _UNSAFE_FILE_CHARS.sub("_", view).strip("._")
     name = _UNSAFE_FILE_CHARS.sub("_", f"{stem}_{view}").strip("._")

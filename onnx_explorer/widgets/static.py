@@ -11,7 +11,7 @@ from typing import Any
 
 from ..model import Model
 from ..summary import human_bytes, human_count, summarize
-from ..views.text import dims_text
+from ..views.text import dims_text, model_name
 from . import html as h
 
 MAX_OPS = 20
@@ -46,9 +46,7 @@ def _shape(shape: list[object] | None) -> str:
 def static_html(model: Model, svg: str | None = None, note: str | None = None) -> str:
     """Escaped summary tables, then the SVG drawn by Graphviz (its text is escaped by dot)."""
     info = summarize(model)
-    name = model.path.name if model.path else (model.graph.name or "model")
-    if model.path is not None and name.startswith("saved_model.") and model.path.parent.name:
-        name = model.path.parent.name  # a SavedModel is its folder
+    name = model_name(model)
     rows = [
         ("format", info["format"] + (f", IR {info['ir_version']}" if info["ir_version"] else "")),
         ("producer", f"{info['producer']} {info['producer_version']}".strip() or "—"),
