@@ -605,6 +605,9 @@ class InferredTypes:
 
     types: Mapping[int, Mapping[str, ValueInfo]]  # id(graph) → value name → type
     error: str | None = None  # why inference found nothing (it never raises)
+    # Inside model-local functions, per call: (id(calling graph), call node name) →
+    # value name → type (one function body serves calls of every size).
+    calls: Mapping[tuple[int, str], Mapping[str, ValueInfo]] = field(default_factory=dict)
 
 
 class TypeInference(Protocol):

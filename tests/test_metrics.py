@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 import onnx_explorer as ox
 from onnx_explorer.cli import main
@@ -591,27 +591,40 @@ def test_dft_and_stft_cost_the_transformed_length_per_output_value():
     assert _macs(model) == 7 * 9 * 2 * 16
 
 
-def test_a_call_of_a_local_function_counts_its_body():
-    fn_node = helper.make_node("MatMul", ["a", "b"], ["c"])
+def test_a_call_of_a_local_function_counts_its_body_inferred_for_that_call():
+    # The body's values are untyped in the file (as exporters write functions); each
+    # call's body is inferred with the call's input sizes and attribute values.
+    body = [
+        helper.make_node("MatMul", ["a", "b"], ["h"]),
+        helper.make_node("Transpose", ["h"], ["ht"]),
+        helper.make_node("Transpose", ["ht"], ["h2"], perm=[1, 0]),
+        helper.make_node("MatMul", ["h2", "b2"], ["c"]),
+    ]
+    ref = helper.make_attribute_ref("perm", AttributeProto.INTS)
+    ref.name = "perm"
+    body[1].attribute.append(ref)
     function = helper.make_function(
-        "local", "Proj", ["a", "b"], ["c"], [fn_node], [helper.make_opsetid("", 17)]
-    )
-    call = helper.make_node("Proj", ["X", "W"], ["Y"], domain="local", name="call")
+        "local", "Proj", ["a", "b", "b2"], ["c"], body, [helper.make_opsetid("", 17)],
+        attributes=["perm"],
+    )  # fmt: skip
+    calls = [
+        helper.make_node("Proj", ["X", "W", "V"], ["Y"], domain="local", name="small", perm=[1, 0]),
+        helper.make_node("Proj", ["X8", "W", "V"], ["Y8"], domain="local", name="big", perm=[1, 0]),
+    ]
     graph = helper.make_graph(
-        [call], "g", [helper.make_tensor_value_info("X", F, [2, 4])],
-        [helper.make_tensor_value_info("Y", F, [2, 3])],
-        [numpy_helper.from_array(_w(4, 3), "W")],
-        value_info=[helper.make_tensor_value_info("c", F, [2, 3])],
+        calls, "g",
+        [helper.make_tensor_value_info("X", F, [2, 4]), helper.make_tensor_value_info("X8", F, [8, 4])],
+        [helper.make_tensor_value_info("Y", F, None), helper.make_tensor_value_info("Y8", F, None)],
+        [numpy_helper.from_array(_w(4, 3), "W"), numpy_helper.from_array(_w(3, 5), "V")],
     )  # fmt: skip
     proto = helper.make_model(
         graph, functions=[function],
         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
     )  # fmt: skip
-    # The function's values are typed in its body here; an untyped body is unknown.
-    proto.functions[0].value_info.extend([helper.make_tensor_value_info(n, F, s) for n, s in
-                                         (("a", [2, 4]), ("b", [4, 3]), ("c", [2, 3]))])  # fmt: skip
-    (row,) = ox.metrics(ox.load(proto)).rows
-    assert row["macs"] == 2 * 3 * 4 and row["params"] == 12
+    rows = {r["name"]: r for r in ox.metrics(ox.load(proto), shapes="infer").rows}
+    assert rows["small"]["macs"] == 2 * 3 * 4 + 2 * 5 * 3
+    assert rows["big"]["macs"] == 8 * 3 * 4 + 8 * 5 * 3
+    assert rows["small"]["params"] == 12 + 15 and rows["big"]["params"] == 0  # counted once
 
 
 def test_dynamic_quantize_lstm_counts_its_gate_products():

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..bindings import InputBinding, bind_inputs, has_symbols, model_binding
-from ..model import Function, Graph, Model, Node, ValueInfo, scope_parts
+from ..model import Function, Graph, InferredTypes, Model, Node, ValueInfo, scope_parts
 from ..tensors import Tensor
 from .rules import rule_for
 from .shapes import GraphShapes, NodeView, inferred_types, needs_inference
@@ -289,12 +289,16 @@ class _Walker:
         outer: GraphShapes | None = None,
         outer_weights: Any = None,
         arguments: Mapping[str, tuple[int, ...]] | None = None,
+        call_types: InferredTypes | None = None,
     ) -> list[dict[str, Any]]:
+        """Rows of ``graph``'s nodes; a function body walked for a call gets that call's
+        ``arguments`` (input shapes) and ``call_types`` (its body inferred for it)."""
         main = outer is None and arguments is None
         self.walked += len(graph.nodes)
         shapes = GraphShapes(
-            graph, self.inferred, self.dims, self.unresolved, outer, self.graph_format,
-            found_first=self.found_first,
+            graph, call_types or self.inferred, self.dims, self.unresolved, outer,
+            self.graph_format,
+            found_first=self.found_first or call_types is not None,
             observed=self.observed if main else None,
             bound_inputs=self.bound_inputs if main else arguments,
         )  # fmt: skip
@@ -387,8 +391,8 @@ class _Walker:
         self, function: Function, weights: _Weights, call: NodeView
     ) -> tuple[int | None, int, int]:
         """A local function's body, walked as a graph of its own, its inputs sized by
-        the call site (values inside take the sizes the body's types say: TensorFlow
-        stores them, ONNX functions mostly do not)."""
+        the call site, the values inside typed by the body's inference for this call
+        (ONNX: :attr:`InferredTypes.calls`) or by what the body stores (TensorFlow)."""
         key = f"{function.domain}::{function.name}"
         if key in self._calls or len(self._calls) >= _MAX_CALL_DEPTH:
             return None, 0, 0
@@ -402,9 +406,13 @@ class _Walker:
             return self._call_macs[memo], 0, 0
         if self.walked > MAX_WALKED_NODES:
             return None, 0, 0
+        inferred = self.inferred.calls.get((id(call.node.graph), call.node.name)) if (
+            self.inferred is not None and call.node.graph is not None
+        ) else None  # fmt: skip
+        body_types = InferredTypes({id(function.graph): inferred}) if inferred else None
         self._calls.append(key)
         try:
-            inner_rows = self.rows(function.graph, None, weights, arguments)
+            inner_rows = self.rows(function.graph, None, weights, arguments, body_types)
         finally:
             self._calls.pop()
         values = [r["macs"] for r in inner_rows]

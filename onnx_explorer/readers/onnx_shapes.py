@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..model import Graph, InferredTypes, Model, ValueInfo
+from .onnx_calls import call_types
 from .onnx_values import _s
 from .protowire import MAGIC, MARKER_LENGTH
 
@@ -84,7 +85,13 @@ class ShapeInference:
             return InferredTypes({}, f"ONNX shape inference failed ({_reason(exc)})")
         types: dict[int, dict[str, ValueInfo]] = {}
         self._collect(inferred.graph, model.graph, types)
-        return InferredTypes(types)
+        from . import inference_child
+
+        limit = (
+            self.time_limit if self.time_limit is not None else inference_child.INFERENCE_TIME_LIMIT
+        )
+        calls = call_types(inferred, proto, model.graph, self._to_value_info, _infer_call, limit)
+        return InferredTypes(types, calls=calls)
 
     def _collect(self, proto: Any, graph: Graph, out: dict[int, dict[str, ValueInfo]]) -> None:
         """Inferred types of ``proto``'s values, filed under the matching Graph (walked in
@@ -109,6 +116,14 @@ class ShapeInference:
                 elif attr.kind == "GRAPHS":
                     for g_proto, g in zip(a.graphs, attr.value):
                         self._collect(g_proto, g, out)
+
+
+def _infer_call(model: Any, seconds: float) -> bytes | None:
+    """Inference of one function call's body (dims only: no payload read or checked)."""
+    from .inference_child import infer_in_child
+
+    structure_only(model)
+    return infer_in_child(model.SerializeToString(), seconds, data_prop=True).inferred
 
 
 def _reason(exc: Exception) -> str:
