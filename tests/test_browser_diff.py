@@ -48,7 +48,13 @@ def export(version):
         nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
         [helper.make_tensor_value_info("y" if version == 2 else "m", TensorProto.FLOAT, [1, 4])],
         initializer=[numpy_helper.from_array(w, "W")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    # Long model fields, as real exporters write them: the side panel must wrap them.
+    model.producer_name = "pytorch" if version == 1 else "onnxruntime.quantization.quantize_dynamic"
+    model.producer_version = "2.5.1+cu121.dynamo_export" if version == 1 else "1.20.1"
+    model.doc_string = "exported" if version == 1 else (
+        "NormalizedQuantizedExportWithDynamicInt8WeightsAndPerChannelScalesForEveryMatMulNode")
+    return model
 """,
     "view = ox.explore_diff(export(1), export(2))\nview",
 ]
@@ -78,6 +84,19 @@ def check_diff_view(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
     ghost = explorer.locator(".oxe-graph-stage g.oxe-kind-ghost")
     assert ghost.count() == 1 and "neg" in ghost.locator("title").text_content()
     assert explorer.locator(".oxe-graph-stage g.oxe-kind-legend").count() == 1
+
+    # The side panel fits its column: no table cell and no panel wider than its box.
+    clipped = explorer.evaluate(
+        """e => [...e.querySelectorAll('.oxe-table td, .oxe-table th')]
+              .filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent)"""
+    )
+    figures["clipped cells"] = clipped
+    assert clipped == []
+    side = explorer.locator(".oxe-diff-changes").evaluate(
+        "e => [e.parentElement.scrollWidth, e.parentElement.clientWidth]"
+    )
+    figures["side panel scroll/client width"] = side
+    assert side[0] <= side[1] + 1, side
 
     # Picking the changed node in the list selects its box and shows both sides.
     changes = explorer.locator(".oxe-diff-changes select")

@@ -296,3 +296,16 @@ def test_the_magic_opens_the_diff(tmp_path):
     assert isinstance(view, DiffExplorer)
     assert not view.diff.tensors_changed  # weights not compared
     view.close()
+
+
+def test_the_live_diff_names_both_files(tmp_path):
+    import onnx
+    from builders import mlp
+
+    import onnx_explorer as ox
+
+    a, b = tmp_path / "before.onnx", tmp_path / "after_quant.onnx"
+    onnx.save(mlp(), a)
+    onnx.save(mlp(), b)
+    view = ox.explore_diff(a, b)
+    assert "before.onnx" in view.summary.value and "after_quant.onnx" in view.summary.value

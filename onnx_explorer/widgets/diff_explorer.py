@@ -23,7 +23,7 @@ from ..readers import load
 from ..tensors import Tensor
 from ..views.overlay import PALETTE, Ghost, Overlay, status_overlay
 from ..views.quoting import as_text, shorten
-from ..views.text import attribute_text, shape_text
+from ..views.text import attribute_text, model_name, shape_text
 from . import html as h
 from .static import STATIC_DRAWING_WAIT, with_static_fallback
 
@@ -140,7 +140,8 @@ class DiffExplorer(widgets.VBox):
             options=[(row.label, k) for k, row in enumerate(self.rows[:MAX_ROWS])],
             value=None,
             rows=14,
-            layout=widgets.Layout(width="100%"),
+            # 100 % plus the widget's own 2 px margins overflowed the side panel
+            layout=widgets.Layout(width="calc(100% - 4px)"),
         )
         self.detail = widgets.HTML(h.STYLE + h.muted("Pick a change, or a node in the drawing."))
         self.plot = widgets.Image(format="png", layout=widgets.Layout(display="none"))
@@ -401,6 +402,8 @@ class DiffExplorer(widgets.VBox):
     def _summary_html(self) -> str:
         d = self.diff
         counts = [
+            ("a", model_name(d.a)),
+            ("b", model_name(d.b)),
             ("nodes", f"{len(d.nodes_changed):,} changed, {len(d.nodes_added):,} added, "
                       f"{len(d.nodes_removed):,} removed, {len(d.nodes_renamed):,} renamed"),
             ("tensors", f"{len(d.tensors_changed):,} changed, {len(d.tensors_added):,} added, "

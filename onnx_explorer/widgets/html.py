@@ -7,11 +7,12 @@ from collections.abc import Iterable, Sequence
 from ..views.quoting import html_escape
 
 STYLE = (
-    "<style>.oxe-table{border-collapse:collapse;font-size:12px;margin:2px 0}"
+    "<style>.oxe-table{border-collapse:collapse;font-size:12px;margin:2px 0;max-width:100%}"
     ".oxe-table td,.oxe-table th{border-bottom:1px solid var(--jp-border-color2,#e5e5e5);"
-    "padding:2px 8px;"
+    "padding:2px 8px;overflow-wrap:anywhere;"
     "text-align:left;vertical-align:top;font-family:var(--jp-code-font-family,monospace)}"
     ".oxe-table th{font-weight:600;color:var(--jp-ui-font-color2,#555)}"
+    ".oxe-key{white-space:nowrap}"
     ".oxe-muted{color:var(--jp-ui-font-color2,#666)}"
     ".oxe-error{color:var(--jp-error-color1,#b00020);white-space:pre-wrap}"
     ".oxe-pre{white-space:pre-wrap;font-family:var(--jp-code-font-family,monospace);"
@@ -32,7 +33,11 @@ def table(rows: Iterable[Sequence[object]], header: Sequence[str] | None = None)
     if header:
         parts.append("<tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr>")
     for row in rows:
-        parts.append("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>")
+        # Long values wrap anywhere (a 300-character producer string must not widen the
+        # panel); the first column, the row's key, never breaks.
+        cells = [f'<td class="oxe-key">{esc(cell)}</td>' if i == 0 else f"<td>{esc(cell)}</td>"
+                 for i, cell in enumerate(row)]  # fmt: skip
+        parts.append("<tr>" + "".join(cells) + "</tr>")
     parts.append("</table>")
     return "".join(parts)
 
