@@ -290,7 +290,7 @@ def test_the_attribute_panel_shows_the_selected_nodes_value():
     ex.select(name)
     ex.overlay({name: 2048}, name="activation_bytes")
     header = ex.attribute_panel.children[0].value
-    assert "<td>activation_bytes</td><td>2.0 KB</td>" in header
+    assert ">activation_bytes</td><td>2.0 KB</td>" in header
     ex.overlay(None)
     assert "activation_bytes" not in ex.attribute_panel.children[0].value
     ex.close()

@@ -32,7 +32,7 @@ def _panel(nodes, arrays, opset=21):
 
 def _row(details: str, label: str) -> str:
     """The (unescaped) value cell of the details row labelled ``label``."""
-    match = re.search(f"<td>{re.escape(html.escape(label))}</td><td>(.*?)</td>", details)
+    match = re.search(f"<td[^>]*>{re.escape(html.escape(label))}</td><td>(.*?)</td>", details)
     assert match, f"no row {label!r} in the panel"
     return html.unescape(match.group(1))
 
