@@ -173,7 +173,9 @@ def test_picking_a_changed_node_selects_it_and_shows_both_sides():
     detail = view.detail.value
     assert "attribute alpha: 0.1 → 0.2" in html.unescape(detail)
     # each side's attribute value, in one row marked as differing
-    row = re.search(r"<tr><td[^>]*>alpha</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>", detail)
+    row = re.search(
+        r"<tr><td[^>]*>alpha</td><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>", detail
+    )
     assert row and "0.1" in row.group(1) and "0.2" in row.group(2) and row.group(3) == "≠"
     _drawn(view)
     assert (
