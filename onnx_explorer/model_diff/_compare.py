@@ -12,7 +12,7 @@ from ..model import Graph, Model, Node, ValueInfo
 from ..quant import ConstantLookup, find_dequantization
 from ..stats import Dequantizer
 from ..tensors import Tensor
-from ._matching import GraphMatch, match_nodes, stable_name
+from ._matching import GraphMatch, match_nodes, read_in_place, stable_name
 from ._model_diff import ModelDiff, TensorPair
 from ._nodes import node_changes
 from ._quantized import REAL, quantized_pairs
@@ -377,15 +377,7 @@ def _renamed(a: Node, b: Node) -> bool:
 
 def _replacement(match: GraphMatch, value: str) -> str:
     """What b's matched consumers of a's ``value`` read in its place (else a's name)."""
-    for consumer in match.a.consumers(value):
-        j = match.a2b.get(consumer.index)
-        if j is None:
-            continue
-        node_b = match.b.nodes[j]
-        for pos, name in enumerate(consumer.inputs):
-            if name == value and pos < len(node_b.inputs) and node_b.inputs[pos]:
-                return node_b.inputs[pos]
-    return value
+    return read_in_place(match.a.consumers(value), match.a2b, match.b, value) or value
 
 
 def _digest(tensor: Tensor) -> str | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import heapq
 from collections import ChainMap, deque
-from collections.abc import Callable, Hashable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -486,3 +486,19 @@ def _run_pass(
             if j in match.b2a:
                 break
     return made
+
+
+def read_in_place(
+    consumers: Iterable[Node], matched: Mapping[int, int], other: Graph, value: str
+) -> str | None:
+    """What the matched partners (``matched``: index → index in ``other``) of ``value``'s
+    consumers read at the same input position, or None when none reads anything there."""
+    for consumer in consumers:
+        j = matched.get(consumer.index)
+        if j is None:
+            continue
+        partner = other.nodes[j]
+        for pos, name in enumerate(consumer.inputs):
+            if name == value and pos < len(partner.inputs) and partner.inputs[pos]:
+                return partner.inputs[pos]
+    return None

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from ..model import Graph, Node
 from ..tensors import Tensor
-from ._matching import GraphMatch
+from ._matching import GraphMatch, read_in_place
 
 #: Element types that are real numbers as stored (the other side is tried as quantized).
 REAL = frozenset({"float16", "bfloat16", "float32", "float64"})
@@ -174,14 +174,9 @@ def _counterpart(real: _Side, quantized: _Side, value: str) -> str | None:
     mapped = real.values.get(value)
     if mapped:
         return mapped
-    for consumer in real.graph.consumers(value):
-        other = real.nodes.get(consumer.index)
-        if other is None:
-            continue
-        node_q = quantized.graph.nodes[other]
-        for pos, read in enumerate(consumer.inputs):
-            if read == value and pos < len(node_q.inputs) and node_q.inputs[pos]:
-                return node_q.inputs[pos]
+    found = read_in_place(real.graph.consumers(value), real.nodes, quantized.graph, value)
+    if found:
+        return found
     if quantized.graph.producer(value) is not None:
         return value
     return None
