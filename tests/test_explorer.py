@@ -440,6 +440,7 @@ def test_tensorflow_nodes_show_no_onnx_domain():
     from pathlib import Path
 
     ex = ox.explore(Path(__file__).parent / "data" / "savedmodel" / "tf2_mlp")
+    ex.show_graph("/")
     ex.select("StatefulPartitionedCall")
     text = _text(ex.attribute_panel)
     assert "StatefulPartitionedCall" in text and "ai.onnx" not in text
@@ -450,3 +451,22 @@ def test_the_static_copy_writes_shapes_as_the_view_does():
 
     page = static_html(ox.load(mlp()))
     assert "<td>batch×4</td>" in page and "['batch', 4]" not in page
+
+
+def test_a_saved_model_opens_on_its_network_not_on_its_packaging():
+    # The main graph holds placeholders, variables and one call per signature; the
+    # serving call opens a wrapper whose only work is another call: the network.
+    from pathlib import Path
+
+    ex = ox.explore(Path(__file__).parent / "data" / "savedmodel" / "keras_adam")
+    assert ex.graph_path == "function::__inference__wrapped_model_847"
+    assert {n.op_type for n in ex.graph.nodes} >= {"MatMul", "BiasAdd", "Relu"}
+    assert "through 1 wrapper function" in ex.overlay_note.value
+    assert _crumb_buttons(ex) == ["main graph", "function __inference_signature_wrapper_956"]
+    ex.show_graph("/")
+    assert ex.graph_path == "/"
+
+
+def test_an_onnx_model_opens_on_its_main_graph():
+    ex = ox.explore(mlp())
+    assert ex.graph_path == "/" and ex.network_note == ""

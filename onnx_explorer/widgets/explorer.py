@@ -123,6 +123,19 @@ class Explorer(widgets.VBox):
         # into, in order (a body's own chain comes from its parents).
         self._trail: list[str] = ["/"]
         self._update_breadcrumb()
+        self.network_note = ""  # says when the explorer opened on a function, and why
+        network = network_path(model)
+        if network:
+            for path in network:
+                self.show_graph(path)
+            wrappers = len(network) - 1
+            through = f", through {wrappers} wrapper function" if wrappers else ""
+            self.network_note = (
+                f"opened on the network, {self.graph.name or network[-1]}{through}"
+                f"{'s' if wrappers > 1 else ''}: the main graph only packages it "
+                "(the breadcrumb goes back)"
+            )
+            self.overlay_note.value = h.STYLE + h.muted(self.network_note)
 
     # -- the Python side of the two-way link ---------------------------------------
     @property
@@ -506,6 +519,46 @@ class Explorer(widgets.VBox):
 
 def _picker_options() -> list[tuple[str, str]]:
     return [("none", ""), *((series, series) for series in BUILT_IN_SERIES)]
+
+
+#: Ops a main graph may hold and still be only the packaging of a network that lives in
+#: a function (a TensorFlow SavedModel: placeholders, variables, one call per signature).
+_PACKAGING_OPS = (
+    "Placeholder PlaceholderWithDefault VarHandleOp VariableV2 Const Identity NoOp "
+    "ReadVariableOp Constant"
+)
+_PACKAGING = frozenset(_PACKAGING_OPS.split())
+_SAVER_INPUTS = ("saver_filename",)  # TensorFlow's checkpoint-path placeholder
+
+
+def network_path(model: Model, max_depth: int = 8) -> list[str]:
+    """The function paths from the main graph to the model's network, when the main graph
+    only packages it (every node a call or :data:`_PACKAGING`), through the serving
+    call and the wrappers that only call on (a SavedModel's signature wrapper); [] when
+    the main graph is the network."""
+    graph = model.graph
+    calls = [n for n in graph.nodes if model.function_for(n) is not None]
+    if not calls or any(
+        n.op_type not in _PACKAGING and model.function_for(n) is None for n in graph.nodes
+    ):
+        return []
+    inputs = [v.name for v in graph.inputs if v.name not in _SAVER_INPUTS]
+    serving = [n for n in calls if any(i in inputs for i in n.inputs)]
+    serving.sort(key=lambda n: not any(i.startswith("serving_default") for i in n.inputs))
+    if not serving:
+        return []
+    trail: list[str] = []
+    node: Node | None = serving[0]
+    while node is not None and len(trail) < max_depth:
+        function = model.function_for(node)
+        if function is None or function.graph.path in trail:
+            break
+        trail.append(function.graph.path)
+        body = function.graph.nodes
+        inner = [n for n in body if model.function_for(n) is not None]
+        wrapper = len(inner) == 1 and all(n is inner[0] or n.op_type in _PACKAGING for n in body)
+        node = inner[0] if wrapper else None
+    return trail
 
 
 def _next_trail(trail: list[str], graph: Graph, main: Graph) -> list[str]:
