@@ -173,3 +173,16 @@ def test_a_failing_warm_up_leaves_the_panel_working():
     )
     assert result.returncode == 0, result.stderr
     assert "no fonts" not in result.stderr
+
+
+def test_the_histogram_is_drawn_at_the_panels_width_so_its_text_stays_readable():
+    # A 6.4-inch figure squeezed into the 340 px panel had 5 px text; drawn at the
+    # panel's own width it is shown unscaled (10 pt at 80 dpi: 11 px).
+    import struct
+
+    values = np.linspace(-1.0, 1.0, 600, dtype=np.float32).reshape(20, 30)
+    panel = _panel([helper.make_node("MatMul", ["x", "w"], ["y"])], {"w": values})
+    panel.listing.value = "w"
+    png = panel.plot.value
+    width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
+    assert png[:4] == b"\x89PNG" and 300 <= width <= 360 and height < width

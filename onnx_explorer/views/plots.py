@@ -73,6 +73,11 @@ def stats_lines(stats: TensorStats) -> list[str]:
     return lines
 
 
+#: A figure the width of the explorer's side panel at :func:`figure_png`'s 80 dpi (336 px):
+#: shown unscaled, its 10 pt text is 11 px (a 6.4-inch figure squeezed there was 5 px).
+PANEL_FIGSIZE = (4.2, 2.6)
+
+
 def _new_figure(figsize: tuple[float, float]) -> tuple[Figure, Any]:
     from matplotlib.figure import Figure
 
@@ -97,12 +102,15 @@ def histogram_figure(
     dequantize: Dequantizer | None = None,
     title: str | None = None,
     figsize: tuple[float, float] = (6.4, 3.6),
+    legend: bool = True,
 ) -> Figure:
     """A histogram with the statistics in its legend.
 
     ``source`` is a tensor (statistics and histogram are streamed, unless given as
     ``stats`` / ``histogram``), an array in memory, or a ready :class:`Histogram`.
     ``log`` (default: the histogram's own flag) draws counts on a log scale.
+    ``legend=False`` leaves the statistics out (a panel shows them as a table beside the
+    figure, which :data:`PANEL_FIGSIZE` sizes to the panel so its text stays ≥ 10 px).
     """
     if isinstance(source, Histogram):
         histogram = source
@@ -129,7 +137,8 @@ def histogram_figure(
     text = title if title is not None else default_title
     if text:
         ax.set_title(plain_text(text), fontsize=10, usetex=False)
-    ax.legend(loc="upper right", fontsize=7, handlelength=0, handletextpad=0, frameon=True)
+    if legend:
+        ax.legend(loc="upper right", fontsize=8, handlelength=0, handletextpad=0, frameon=True)
     return figure
 
 

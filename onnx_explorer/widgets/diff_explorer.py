@@ -361,7 +361,7 @@ class DiffExplorer(widgets.VBox):
 
     def _tensor_details(self, generation: int, tc: TensorChange, head: str) -> None:
         """Both sides' statistics and the difference histogram, off the kernel's thread."""
-        from ..views.plots import figure_png, histogram_figure, stats_lines
+        from ..views.plots import PANEL_FIGSIZE, figure_png, histogram_figure, stats_lines
 
         parts = [head]
         png = None
@@ -383,7 +383,9 @@ class DiffExplorer(widgets.VBox):
             parts.append(h.title("statistics") + h.table(pairs, ["a", "b"]))
             if not tc.error:
                 histogram = self.diff.difference_histogram(tc)
-                figure = histogram_figure(histogram, title="b − a, element-wise")
+                figure = histogram_figure(
+                    histogram, title="b − a, element-wise", figsize=PANEL_FIGSIZE, legend=False
+                )
                 png = figure_png(figure)
         except (ExplorerError, ValueError, OSError) as exc:
             parts.append(h.error(f"could not read the tensors: {exc}"))

@@ -266,11 +266,12 @@ class TensorPanel(QuietPicking, widgets.VBox):
             rows.insert(0, ("values", f"{stats.count:,}"))
         header = ["statistic", "dequantized value" if dequantization is not None else "value"]
         _wait_for_warm_up()  # never import matplotlib from two threads at once
-        from ..views.plots import figure_png, histogram_figure
+        from ..views.plots import PANEL_FIGSIZE, figure_png, histogram_figure
 
         figure = histogram_figure(
-            tensor, histogram=histogram, stats=stats, dequantize=dequantization
-        )
+            tensor, histogram=histogram, stats=stats, dequantize=dequantization,
+            figsize=PANEL_FIGSIZE, legend=False,
+        )  # fmt: skip
         return preview + h.table(rows, header), figure_png(figure, dpi=80)
 
 
