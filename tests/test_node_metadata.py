@@ -147,6 +147,8 @@ def test_slash_scoped_names_win_over_metadata():
         ('["", "enc", "enc.it\'s", "relu"]', "enc/it's"),
         ("model.layers.3.mlp", "model/layers.3/mlp"),  # a plain string is the module path
         ("/model/layers.3/mlp", "model/layers.3/mlp"),
+        ("['', '_empty_nn_module_stack_from_metadata_hook', 'mul_4']", ""),  # torch's own
+        ("['', '_empty_nn_module_stack_from_metadata_hook', 'enc', 'enc.0', 'add']", "enc.0"),
         ("[not a list", "[not a list"),
         ("[]", ""),
         ("", ""),

@@ -382,7 +382,9 @@ def metadata_scope(value: str) -> str:
     """
     text = value.strip()
     if text.startswith("[") and text.endswith("]"):
-        entries = [e for e in _list_entries(text) if e]
+        # torch's own bookkeeping entries (``_empty_nn_module_stack_from_metadata_hook``)
+        # are no module of the model: they would become group labels
+        entries = [e for e in _list_entries(text) if e and not _TORCH_INTERNAL.search(e)]
         if not entries:
             return ""
         last = entries[-1]
@@ -400,6 +402,9 @@ def metadata_scope(value: str) -> str:
             parts.append(part)
     return "/".join(parts)
 
+
+#: name_scopes entries torch adds for itself, not modules of the model.
+_TORCH_INTERNAL = re.compile(r"^_empty_nn_module_stack|^_\w*_hook$")
 
 #: The last item of a name_scopes list when it is plainly a node's own name (``'linear_8']``):
 #: one quoted string without dots, escapes or inner quotes, which :func:`metadata_scope` drops.

@@ -50,7 +50,8 @@ class NodeList(QuietPicking, widgets.VBox):
             value=False, description="sort by value", indent=False, disabled=True,
             layout=widgets.Layout(width="auto"),
         )  # fmt: skip
-        self.results = widgets.Select(rows=8, layout=widgets.Layout(width="100%"))
+        # 14 rows: eight left 250 px of the panel empty below the list (1400x900)
+        self.results = widgets.Select(rows=14, layout=widgets.Layout(width="100%"))
         self.status = widgets.Label()
         self.prev_button = widgets.Button(
             description="◀", layout=widgets.Layout(width="36px"), tooltip="previous page"
