@@ -76,6 +76,31 @@ def check_first_views(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
         assert seen["boxes"] >= 1, f"{label}: no node box in the pane"
         assert heights and heights[len(heights) // 2] >= 10, f"{label}: labels {heights[:5]}"
     check_exports(page, explorers.first, figures)
+    check_kernel_gone(page, explorers.first, steps)
+
+
+def check_kernel_gone(page: Any, explorer: Any, steps: Steps) -> None:
+    """A click answered while the kernel runs shows nothing; once it is shut down, the
+    next click says the view no longer reaches it (before: clicks silently ignored)."""
+    notice = explorer.locator(".oxe-graph-offline")
+    box = explorer.locator(".oxe-graph-stage g.oxe-kind-node").first
+    box.click()
+    page.wait_for_timeout(6000)
+    assert not notice.is_visible()
+    page.evaluate(
+        """async () => {
+          const base = document.querySelector('body').dataset.baseUrl || '/';
+          const token = JSON.parse(document.getElementById('jupyter-config-data').textContent).token;
+          const headers = {Authorization: `token ${token}`};
+          const kernels = await (await fetch(`${base}api/kernels`, {headers})).json();
+          for (const k of kernels) await fetch(`${base}api/kernels/${k.id}`, {method: 'DELETE', headers});
+        }"""
+    )
+    page.wait_for_timeout(1000)
+    box.click()
+    notice.wait_for(state="visible", timeout=15_000)
+    assert "did not answer" in notice.inner_text()
+    steps.shot("kernel-gone", explorer)
 
 
 def check_exports(page: Any, explorer: Any, figures: dict[str, Any]) -> None:

@@ -334,3 +334,19 @@ def test_exports_are_named_after_the_model_and_the_view(tmp_path):
     body = vad.graph_at("/model/decoder/If_1/then_branch")
     assert export_name(vad, body) == "silero_vad_16k_op15_model_decoder_If_1_then_branch"
     assert export_name(None, vad.graph) == "graph_main"
+
+
+def test_every_message_from_the_browser_is_answered(monkeypatch):
+    # The browser says "the kernel did not answer" when a message of its goes 5 s
+    # without its ack: every handled message must get one, even one that is refused.
+    import onnx_explorer as ox
+    from onnx_explorer.widgets.graph_view import GraphView
+
+    model = ox.load(mlp())
+    view = GraphView(model.graph, model=model)
+    sent = []
+    monkeypatch.setattr(view, "send", lambda content, buffers=None: sent.append(content))
+    view._on_message(view, {"event": "click", "id": "nope", "version": -1, "seq": 7}, [])
+    view._on_message(view, {"event": "deselect", "seq": 8}, [])
+    view._on_message(view, {"event": "no such event", "seq": 9}, [])
+    assert sent == [{"ack": 7}, {"ack": 8}, {"ack": 9}]

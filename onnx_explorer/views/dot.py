@@ -506,6 +506,12 @@ class _Builder:
         type_line = type_text(info)
         # type_text holds the whole type (dtype and shape), so it is not repeated
         self.titles[vid] = f"graph {kind} {_titled(name)}\n{type_line}".rstrip()
+        bound = self.types.get(info.name) if self.types is not None else None
+        if bound is not None and bound.shape is not None and bound.shape != info.shape:
+            # the sizes every edge shows (symbols bound), the declared ones on hover
+            declared = type_line
+            type_line = type_text(bound)
+            self.titles[vid] = f"graph {kind} {_titled(name)}\n{type_line}\ndeclared {declared}"
         lines = [one_line(name, LABEL_CHARS)]
         if type_line:
             lines.append(one_line(type_line, LABEL_CHARS))

@@ -8,6 +8,7 @@
 const READABLE = 0.75; // scale at which Graphviz's 10 pt labels are 10 px high on screen
 const PT = 4 / 3; // Graphviz sizes are in points; the page in CSS px
 const MARGIN = 24; // px kept free around the drawing when anchoring it
+const ACK_WAIT = 5000; // ms a message to the kernel may go unanswered before we say so
 const MINIMAP_MAX = { width: 180, height: 140 };
 const HELP =
   "click: select · double-click: open or close (scope, body) · drag: pan · " +
@@ -101,7 +102,7 @@ function render({ model, el }) {
   busy.append(
     busyText,
     button("Cancel", "stop this layout (its dot process is killed)", () =>
-      model.send({ event: "cancel" }),
+      request({ event: "cancel" }),
     ),
   );
   const legend = element("div", "oxe-graph-legend"); // a numeric overlay's colour bar
@@ -110,6 +111,35 @@ function render({ model, el }) {
   const error = element("div", "oxe-graph-error");
   const status = element("div", "oxe-graph-status");
   el.append(toolbar, error, viewport, status, notes, help);
+
+  // Every message to the kernel is answered ({ack: seq}); one left unanswered for
+  // ACK_WAIT ms means the kernel is gone (shut down, restarted, a saved notebook
+  // reopened): say so, instead of ignoring clicks without a word.
+  const offline = element("div", "oxe-graph-offline");
+  offline.textContent =
+    "The kernel did not answer: it may have stopped. This drawing still pans, zooms and " +
+    "finds; run the cell again to explore.";
+  offline.style.display = "none";
+  el.insertBefore(offline, viewport);
+  let sent = 0;
+  let answered = 0;
+  let waiting = null;
+  const request = (message) => {
+    sent += 1;
+    model.send({ ...message, seq: sent });
+    if (waiting === null) {
+      waiting = setTimeout(() => {
+        waiting = null;
+        if (answered < sent) offline.style.display = "block";
+      }, ACK_WAIT);
+    }
+  };
+  model.on("msg:custom", (message) => {
+    if (message && typeof message.ack === "number") {
+      answered = Math.max(answered, message.ack);
+      if (answered >= sent) offline.style.display = "none";
+    }
+  });
 
   // -- the view transform: screen = stage * scale + (tx, ty) --------------------------
   let scale = 1;
@@ -339,11 +369,11 @@ function render({ model, el }) {
   // -- toolbar -------------------------------------------------------------------------
   const matchInfo = element("span", "oxe-graph-matches");
   const matchButtons = [
-    button("◀", "previous search match", () => model.send({ event: "match", step: -1 })),
-    button("▶", "next search match", () => model.send({ event: "match", step: 1 })),
+    button("◀", "previous search match", () => request({ event: "match", step: -1 })),
+    button("▶", "next search match", () => request({ event: "match", step: 1 })),
   ];
   const controlToggle = button("control edges", "", () =>
-    model.send({ event: "control_edges", show: model.get("control_edges") !== "show" }),
+    request({ event: "control_edges", show: model.get("control_edges") !== "show" }),
   );
   const fileStem = () => model.get("export_name") || "graph";
   const exportSvg = () => {
@@ -528,14 +558,14 @@ function render({ model, el }) {
   // browser only says which drawn item was hit, by its synthetic id, and on which
   // drawing — a click that crosses a redraw is dropped rather than misread.
   const send = (hit, double) =>
-    model.send({ event: "click", id: hit.id, double, version: model.get("version") });
+    request({ event: "click", id: hit.id, double, version: model.get("version") });
 
   const click = (target, double) => {
     const hit = itemAt(target);
     if (!hit) {
       if (!double && (model.get("highlight_id") || picked)) {
         picked = null;
-        model.send({ event: "deselect" });
+        request({ event: "deselect" });
         placeRing();
       }
       return;
@@ -561,7 +591,7 @@ function render({ model, el }) {
     const entry = (model.get("ids") || {})[id];
     if (!entry) return;
     if (entry.kind === "scope") remember({ id, entry, node: elementFor(id) });
-    model.send({ event: "click", id, double: true, version: model.get("version") });
+    request({ event: "click", id, double: true, version: model.get("version") });
   };
 
   // -- pointer: drag pans; a press that barely moves is a click -----------------------
@@ -638,7 +668,7 @@ function render({ model, el }) {
       Escape: () => {
         picked = null;
         placeRing();
-        model.send({ event: "deselect" });
+        request({ event: "deselect" });
       },
       Enter: openSelected,
       "+": () => zoomCentre(1.25),

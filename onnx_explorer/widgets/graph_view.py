@@ -407,6 +407,14 @@ class GraphView(anywidget.AnyWidget):
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if not isinstance(content, dict):
             return
+        try:
+            self._handle(content)
+        finally:  # the browser says "the kernel did not answer" after 5 s without this
+            seq = content.get("seq")
+            if isinstance(seq, int) and not isinstance(seq, bool):
+                self.send({"ack": seq})
+
+    def _handle(self, content: dict[str, Any]) -> None:
         event = content.get("event")
         if event == "cancel":
             self.cancel()
