@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import ipywidgets
 import numpy as np
 import onnx
 import pytest
@@ -371,6 +372,7 @@ def test_compare_reports_a_tensor_that_overflows_to_inf_on_one_side():
 
 _RSS_AFTER_RUNS = r"""
 import gc, sys
+import ipywidgets
 import numpy as np
 from onnx import TensorProto, helper
 import onnx_explorer
@@ -611,3 +613,23 @@ def test_first_problem_with_a_partial_capture_reads_constants_and_judges_no_unkn
     feeds = {"X": np.array([1, -1, 2, -2], np.float32)}
     for capture in ("all", ["masked"], ["masked", "Y"]):
         assert ox.run(proto, feeds, capture=capture).first_problem is None, capture
+
+
+def test_a_run_offers_its_colourings_in_the_explorers_one_dropdown():
+    ex = ox.explore(nan_model())
+    ex.run({"x": np.array([[1, -1, 2, 0]], np.float32)}, progress=False)
+    options = [value for _, value in ex.overlay_picker.options]
+    assert "max abs activation" in options and "non-finite" in options
+    assert ex.overlay_picker.value == "non-finite"  # the run found a NaN: painted with it
+    ex.overlay_picker.value = "max abs activation"
+    assert ex.node_list.sort_box.description == "sort by max abs activation"
+    assert not any(isinstance(w, ipywidgets.Dropdown) for w in _all(ex._activation_panel))
+
+
+def _all(widget):
+    found, stack = [], [widget]
+    while stack:
+        w = stack.pop()
+        found.append(w)
+        stack.extend(getattr(w, "children", ()))
+    return found

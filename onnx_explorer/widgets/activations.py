@@ -2,19 +2,21 @@
 
 A panel under the node's attributes shows the selected node's outputs: statistics and
 a histogram (or both sides and the histogram of the difference when comparing), a
-button jumps to the first non-finite / first out-of-tolerance node, and a dropdown
-colours the graph by "max abs activation", "non-finite" or "error vs other" through
-``Explorer.overlay``.
+button jumps to the first node that made a NaN/Inf / first out-of-tolerance node, and
+the explorer's own "colour by" dropdown is offered "max abs activation", "non-finite"
+or "error vs other" (``Explorer.offer_series``).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import ipywidgets as widgets
 
 from ..runs import CompareResult, RunFailedError, RunResult, TensorRecord, compare, run
 from ..stats import Histogram
+from ..views.scale_overlay import Reduce
 from ..views.text import shape_text
 from . import html as h
 
@@ -22,7 +24,6 @@ from . import html as h
 # an import cycle (explorer.py imports this module for ``Explorer.run``).
 Explorer = Any
 
-OVERLAY_NONE = "no colours"
 OVERLAY_MAX_ABS = "max abs activation"
 OVERLAY_NONFINITE = "non-finite"
 OVERLAY_ERROR = "error vs other"
@@ -45,22 +46,20 @@ class ActivationPanel(widgets.VBox):
         self.result: RunResult | None = None
         self.comparison: CompareResult | None = None
         self.error = ""
+        self.colour_kind = ""  # the colouring the last result is painted with
         self.header = widgets.HTML()
         # Buttons and labels as wide as their text, on rows that wrap: the panel is narrow
         # and "go to first non-finite" was cut to "go t…".
         self.jump = widgets.Button(
             description="first problem", disabled=True, layout=widgets.Layout(width="auto")
         )
-        self.colour = widgets.Dropdown(
-            options=[OVERLAY_NONE], value=OVERLAY_NONE, description="colour by",
-            style={"description_width": "initial"}, layout=widgets.Layout(width="auto"),
-        )  # fmt: skip
         self.details = widgets.HTML()
-        row = widgets.HBox([self.jump, self.colour], layout=widgets.Layout(flex_flow="row wrap"))
+        # The run's colourings are offered in the explorer's own "colour by" dropdown
+        # (one dropdown: a second one here read as a different thing).
+        row = widgets.HBox([self.jump], layout=widgets.Layout(flex_flow="row wrap"))
         super().__init__([self.header, row, self.details])
         self.add_class("oxe-activations")
         self.jump.on_click(lambda _button: self.jump_to_problem())
-        self.colour.observe(self._on_colour, names="value")
         explorer.observe(self._on_selected, names="selected_name")
 
     # -- filled by a run or a comparison ------------------------------------------------
@@ -85,8 +84,8 @@ class ActivationPanel(widgets.VBox):
         )
         self.jump.description = "go to first NaN/Inf made"
         self.jump.disabled = bad is None and result.failure is None
-        self.colour.options = [OVERLAY_NONE, OVERLAY_MAX_ABS, OVERLAY_NONFINITE]
-        self.colour.value = OVERLAY_NONFINITE if bad else OVERLAY_MAX_ABS
+        self._offer((OVERLAY_MAX_ABS, OVERLAY_NONFINITE))
+        self.colour_kind = OVERLAY_NONFINITE if bad else OVERLAY_MAX_ABS
         self._on_selected()
 
     def show_comparison(self, result: CompareResult) -> None:
@@ -99,8 +98,8 @@ class ActivationPanel(widgets.VBox):
         )
         self.jump.description = "go to first beyond tolerance"
         self.jump.disabled = first is None
-        self.colour.options = [OVERLAY_NONE, OVERLAY_ERROR]
-        self.colour.value = OVERLAY_ERROR
+        self._offer((OVERLAY_ERROR,))
+        self.colour_kind = OVERLAY_ERROR
         self._on_selected()
 
     # -- actions --------------------------------------------------------------------------
@@ -136,14 +135,26 @@ class ActivationPanel(widgets.VBox):
             return self.comparison.node_errors()
         return None
 
-    def _on_colour(self, _change: Any = None) -> None:
-        overlay = getattr(self.explorer, "overlay", None)
-        if overlay is None:  # an explorer without colour overlays
+    def _offer(self, kinds: tuple[str, ...]) -> None:
+        """Offer ``kinds`` in the explorer's "colour by" dropdown (max over scopes; log
+        scale but for NaN/Inf counts)."""
+        offer = getattr(self.explorer, "offer_series", None)
+        if offer is None:  # an explorer without colour overlays
             return
-        kind = self.colour.value
-        values = self.overlay_values(kind)
-        overlay(values, name=None if values is None else kind, log=kind != OVERLAY_NONFINITE,
-                reduce="max")  # fmt: skip
+        offer({kind: partial(self._series, kind) for kind in kinds})
+
+    def _series(self, kind: str) -> tuple[dict[str, float] | None, bool, Reduce]:
+        return self.overlay_values(kind), kind != OVERLAY_NONFINITE, "max"
+
+    def _on_colour(self, _change: Any = None) -> None:
+        """Paint the colouring this result calls for (NaN/Inf after a run with one, else
+        max |activation|; error vs other after a comparison)."""
+        overlay = getattr(self.explorer, "overlay", None)
+        if overlay is None or not self.colour_kind:  # an explorer without colour overlays
+            return
+        if self.overlay_values(self.colour_kind) is None:
+            return
+        overlay(self.colour_kind)
 
     def _on_selected(self, _change: Any = None) -> None:
         name = self.explorer.selected_name

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,8 @@ TAB_NODES, TAB_TENSORS, TAB_MODEL = 0, 1, 2
 #: The per-node series :func:`onnx_explorer.metrics` computes, offered in the dropdown.
 BUILT_IN_SERIES = ("macs", "params", "activation_bytes", "param_bytes")
 _CUSTOM = "(custom)"
+#: A series another panel offers: node → value (None: nothing to paint), log scale, reduce.
+_ExtraSeries = tuple[Mapping[str, Any] | None, bool, Reduce]
 #: What an overlay paints: values per node, the legend's label, a log scale, the scopes' reduce.
 _OverlayArgs = tuple[dict[str, float | None], str, bool, Reduce]
 #: Names of unmatched profile entries listed in the note at most.
@@ -117,6 +119,9 @@ class Explorer(widgets.VBox):
         # Per thread: traitlets observers run in the thread that sets the value, and a
         # pick's worker following the dropdown must not make the kernel ignore a real pick.
         self._following = threading.local()
+        # Series other panels offer in the one "colour by" dropdown (a run's activations):
+        # name → (values, log scale, reduce of collapsed scopes).
+        self._extra_series: dict[str, Callable[[], _ExtraSeries]] = {}
         self.overlay_picker.observe(self._on_overlay_picked, "value")
         self.overlay_log.observe(self._on_overlay_log, "value")
         # The roots of the graphs opened on the way here: "/" then every function called
@@ -228,6 +233,12 @@ class Explorer(widgets.VBox):
     ) -> tuple[_OverlayArgs | None, str, str]:
         """What to paint (None: no colours), what the dropdown then shows, and the note
         under it (for a metrics series: the input sizes assumed, the nodes unknown)."""
+        if isinstance(series_or_values, str) and series_or_values in self._extra_series:
+            found, extra_log, extra_reduce = self._extra_series[series_or_values]()
+            if found is None:
+                return None, "", ""
+            args = (checked_values(found), name or series_or_values, extra_log, extra_reduce)
+            return args, series_or_values if not name else _CUSTOM, ""
         if isinstance(series_or_values, str):
             values = self._series(series_or_values, dims)
             picked = series_or_values if not name else _CUSTOM
@@ -289,6 +300,21 @@ class Explorer(widgets.VBox):
                 self._metrics[key] = metrics(self.model, dims=dims)
             return self._metrics[key]
 
+    def offer_series(self, series: Mapping[str, Callable[[], _ExtraSeries]]) -> None:
+        """Offer these series in the "colour by" dropdown beside the model's own (the run
+        panel's: max |activation|, NaN/Inf, error vs other), replacing those offered before;
+        each gives (node → value, log scale, reduce)."""
+        self._extra_series = dict(series)
+        current = self.overlay_picker.value
+        kept = current if current in self._picker_values() else ""
+        self._follow_picker(kept, self.overlay_log.value)
+
+    def _picker_values(self) -> set[str]:
+        return {value for _, value in self._picker_options()}
+
+    def _picker_options(self) -> list[tuple[str, str]]:
+        return [*_picker_options(), *((name, name) for name in self._extra_series)]
+
     def _series(self, series: str, dims: Mapping[str, int] | None) -> dict[str, float | None]:
         if series not in BUILT_IN_SERIES:
             raise ValueError(
@@ -329,7 +355,7 @@ class Explorer(widgets.VBox):
     def _follow_picker(self, value: str, log: bool) -> None:
         self._picking_overlay = True
         try:
-            options = _picker_options()
+            options = self._picker_options()
             if value == _CUSTOM:
                 label = self._overlay_args[1] if self._overlay_args else "custom"
                 options.append((as_text(label)[:40], _CUSTOM))
@@ -361,7 +387,7 @@ class Explorer(widgets.VBox):
         """Paint pick number ``pick`` unless a later pick or overlay() came since: the
         check and the paint in one step under the lock (values computed before it)."""
         try:
-            if series is not None:
+            if series in BUILT_IN_SERIES:
                 self.metrics()  # the slow part, cached
             log = self.overlay_log.value
             args, picked, note = self._overlay_request(series, None, log, "sum")
