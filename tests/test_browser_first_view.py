@@ -129,8 +129,10 @@ def check_exports(page: Any, explorer: Any, figures: dict[str, Any]) -> None:
     assert whole_size[1] > view_size[1]
 
 
-@pytest.mark.parametrize("app", ["lab"])
+@pytest.mark.parametrize("app", ["lab", "notebook"])
 def test_every_real_model_body_and_function_opens_on_readable_nodes(app, browser, tmp_path):
+    if app == "notebook":
+        pytest.importorskip("notebook", reason="Notebook 7 is in the dev extras")
     root = tmp_path / "root"
     root.mkdir()
     write_notebook(root / "first_view.ipynb", CELLS)
