@@ -58,6 +58,17 @@ IN_PANE = """explorer => {
 }"""
 
 
+# The minimap's size, and whether the view's frame shows inside it (None: no minimap).
+MINIMAP = """explorer => {
+  const m = explorer.querySelector('.oxe-graph-minimap');
+  if (!m || getComputedStyle(m).display === 'none') return null;
+  const box = m.getBoundingClientRect();
+  const f = m.querySelector('.oxe-graph-minimap-frame').getBoundingClientRect();
+  const visible = f.right > box.left && f.left < box.right && f.bottom > box.top && f.top < box.bottom;
+  return {box: [box.width, box.height], "frame visible": visible};
+}"""
+
+
 def check_first_views(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
     explorers = page.locator(".oxe-explorer")
     explorers.nth(len(VIEWS) - 1).locator(".oxe-graph-stage g.node").first.wait_for()
@@ -72,6 +83,11 @@ def check_first_views(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
             "boxes in pane": seen["boxes"],
             "median label px": heights[len(heights) // 2] if heights else 0,
         }
+        minimap = explorer.evaluate(MINIMAP)
+        if minimap is not None:  # a drawing bigger than the pane: a minimap, never a sliver
+            figures[label]["minimap"] = minimap
+            assert minimap["box"][0] >= 40 and minimap["box"][1] >= 40, (label, minimap)
+            assert minimap["frame visible"], (label, minimap)
         steps.shot(f"{i:02d}-{label.replace(' ', '-')}")
         assert seen["boxes"] >= 1, f"{label}: no node box in the pane"
         assert heights and heights[len(heights) // 2] >= 10, f"{label}: labels {heights[:5]}"

@@ -10,6 +10,10 @@ const PT = 4 / 3; // Graphviz sizes are in points; the page in CSS px
 const MARGIN = 24; // px kept free around the drawing when anchoring it
 const ACK_WAIT = 5000; // ms a message to the kernel may go unanswered before we say so
 const MINIMAP_MAX = { width: 180, height: 140 };
+// A drawing far taller (or wider) than the minimap is not squeezed into a sliver: the
+// minimap keeps at least this width (height), shows the band around the view, and
+// follows it.
+const MINIMAP_MIN_SIDE = 56;
 const HELP =
   "click: select · double-click: open or close (scope, body) · drag: pan · " +
   "Ctrl/⌘+wheel: zoom · / search · Esc: deselect · Enter: open · +/−/0: zoom, fit · arrows: pan";
@@ -319,6 +323,7 @@ function render({ model, el }) {
   // -- minimap: the whole drawing small, the viewport as a frame; drag to move --------
   let minimapUrl = null;
   let minimapScale = 1;
+  let minimapOffset = { x: 0, y: 0 }; // px of the small drawing scrolled out of the box
   function placeMinimap() {
     const { width, height } = size();
     const big = svgSize.width * scale > width + 2 || svgSize.height * scale > height + 2;
@@ -327,25 +332,42 @@ function render({ model, el }) {
     const m = minimapScale;
     const left = (-tx / scale) * m;
     const top = (-ty / scale) * m;
-    minimapFrame.style.left = `${left}px`;
-    minimapFrame.style.top = `${top}px`;
-    minimapFrame.style.width = `${(width / scale) * m}px`;
-    minimapFrame.style.height = `${(height / scale) * m}px`;
+    const frameWidth = (width / scale) * m;
+    const frameHeight = (height / scale) * m;
+    // The band of a very tall (wide) drawing around the view: centre the frame in it.
+    const box = { width: minimap.clientWidth, height: minimap.clientHeight };
+    const full = { width: svgSize.width * m, height: svgSize.height * m };
+    const clamp = (v, most) => Math.max(0, Math.min(v, Math.max(0, most)));
+    minimapOffset = {
+      x: clamp(left + frameWidth / 2 - box.width / 2, full.width - box.width),
+      y: clamp(top + frameHeight / 2 - box.height / 2, full.height - box.height),
+    };
+    minimapImage.style.transform = `translate(${-minimapOffset.x}px, ${-minimapOffset.y}px)`;
+    minimapFrame.style.left = `${left - minimapOffset.x}px`;
+    minimapFrame.style.top = `${top - minimapOffset.y}px`;
+    minimapFrame.style.width = `${frameWidth}px`;
+    minimapFrame.style.height = `${frameHeight}px`;
   }
   const setMinimap = () => {
     if (minimapUrl) URL.revokeObjectURL(minimapUrl);
     minimapUrl = null;
     if (!svgText) return;
-    minimapScale = Math.min(MINIMAP_MAX.width / svgSize.width, MINIMAP_MAX.height / svgSize.height);
-    minimap.style.width = `${svgSize.width * minimapScale}px`;
-    minimap.style.height = `${svgSize.height * minimapScale}px`;
+    const fit = Math.min(MINIMAP_MAX.width / svgSize.width, MINIMAP_MAX.height / svgSize.height);
+    const least = MINIMAP_MIN_SIDE / Math.min(svgSize.width, svgSize.height); // shorter side
+    minimapScale = Math.max(fit, Math.min(least, 1));
+    const w = svgSize.width * minimapScale;
+    const h = svgSize.height * minimapScale;
+    minimapImage.style.width = `${w}px`;
+    minimapImage.style.height = `${h}px`;
+    minimap.style.width = `${Math.min(w, MINIMAP_MAX.width)}px`;
+    minimap.style.height = `${Math.min(h, MINIMAP_MAX.height)}px`;
     minimapUrl = URL.createObjectURL(new Blob([svgText], { type: "image/svg+xml" }));
     minimapImage.src = minimapUrl;
   };
   const minimapMove = (event) => {
     const r = minimap.getBoundingClientRect();
-    const x = (event.clientX - r.left) / minimapScale;
-    const y = (event.clientY - r.top) / minimapScale;
+    const x = (event.clientX - r.left + minimapOffset.x) / minimapScale;
+    const y = (event.clientY - r.top + minimapOffset.y) / minimapScale;
     tx = size().width / 2 - x * scale;
     ty = size().height / 2 - y * scale;
     apply();
