@@ -470,3 +470,21 @@ def test_a_saved_model_opens_on_its_network_not_on_its_packaging():
 def test_an_onnx_model_opens_on_its_main_graph():
     ex = ox.explore(mlp())
     assert ex.graph_path == "/" and ex.network_note == ""
+
+
+def test_long_names_keep_their_end_in_the_node_list():
+    from onnx_explorer.views.text import middle_cut
+
+    name = "/model/encoder/layers.11/self_attn/q_proj/MatMul"
+    assert (
+        middle_cut(name, 40).endswith("self_attn/q_proj/MatMul") and len(middle_cut(name, 40)) == 40
+    )
+    assert middle_cut("/short/Relu", 40) == "/short/Relu"
+    node = onnx.helper.make_node("Relu", ["x"], ["y"], name=name)
+    graph = onnx.helper.make_graph(
+        [node], "g", [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])],
+    )  # fmt: skip
+    ex = ox.explore(onnx.helper.make_model(graph))
+    ((label, value),) = ex.node_list.results.options
+    assert value == name and label.endswith("q_proj/MatMul   [Relu]")

@@ -145,3 +145,13 @@ def model_name(model: Model | None) -> str:
     if path.name.startswith("saved_model.") and path.parent.name:
         return path.parent.name
     return path.name
+
+
+def middle_cut(text: str, width: int) -> str:
+    """``/model/enc…/self_attn/q_proj/MatMul``: a long name cut in its middle, keeping the
+    start and the distinctive end (a list row cut at its right loses the node's own name)."""
+    if len(text) <= width or width < 8:
+        return text
+    tail = (width - 1) * 2 // 3
+    head = width - 1 - tail
+    return f"{text[:head]}…{text[-tail:]}"

@@ -12,9 +12,13 @@ from ..model import Graph
 from ..views.quoting import as_text
 from ..views.scale_overlay import value_text
 from ..views.tables import NodeIndex, SearchError
+from ..views.text import middle_cut
 from .picking import QuietPicking
 
 PAGE_SIZE = 200
+#: Characters of a node's name in a list row (about the 330 px list's width in 12 px
+#: monospace, beside the op type): longer names lose their middle.
+ROW_NAME_CHARS = 40
 
 
 class NodeList(QuietPicking, widgets.VBox):
@@ -166,7 +170,8 @@ class NodeList(QuietPicking, widgets.VBox):
 
     # -- internals ---------------------------------------------------------------
     def _row_text(self, name: str, op_type: str) -> str:
-        text = f"{name}   [{op_type}]"
+        # the whole name is in the attribute panel once the node is picked
+        text = f"{middle_cut(name, ROW_NAME_CHARS)}   [{op_type}]"
         if self._values is not None:  # first: long names would push it out of sight
             text = f"{value_text(self._values.get(name), self._value_name)}   {text}"
         return as_text(text)
