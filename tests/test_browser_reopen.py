@@ -316,3 +316,54 @@ def test_saved_notebook_reopened_shows_static_explorers(
             (artifacts / "browser-console.log").write_text("\n".join(console), encoding="utf-8")
             page.close()
             (artifacts / f"jupyter-{app}.log").write_text(server.log_tail(200_000))
+
+
+DIFF_CELLS = [
+    "import onnx_explorer\nfrom onnx_explorer.samples import tiny_cnn",
+    "a = tiny_cnn()\nb = tiny_cnn()\nb.graph.node[1].name = 'renamed'\ndel b.graph.node[-1]\n"
+    "b.graph.output[0].name = b.graph.node[-1].output[0]\n"
+    "onnx_explorer.explore_diff(a, b)",
+]
+
+
+@pytest.mark.browser
+@pytest.mark.graphviz
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_a_saved_diff_reopened_shows_its_change_lists(app, browser, tmp_path):
+    # The static copy of a diff holds <ul><li> change rows: the extension's allow-list
+    # dropped them once, leaving the reopened diff without its lists.
+    pytest.importorskip("nbclient")
+    if app == "notebook":
+        pytest.importorskip("notebook", reason="Notebook 7 is in the dev extras")
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in DIFF_CELLS]
+    path = root / "saved_diff.ipynb"
+    nbformat.write(nb, path)
+    execute_notebook(path)
+    home = tmp_path / "home"
+    trust_notebook(path, home)
+    artifacts = ARTIFACTS / f"diff-{app}"
+    shutil.rmtree(artifacts, ignore_errors=True)
+    artifacts.mkdir(parents=True)
+    with jupyter_server(app, root, home) as server:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            page.add_locator_handler(
+                page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True),
+                lambda button: button.click(),
+            )
+            page.goto(server.notebook_url(path.name))
+            output = page.locator(OUTPUTS).first
+            output.wait_for()
+            kernel_ready(server)
+            page.wait_for_function(SETTLED, arg=[1, ["static"]], timeout=TIMEOUT_MS)
+            rows = output.locator(".oxe-output-static li")
+            rows.first.wait_for(state="visible")
+            assert rows.count() >= 2  # the removed node and the renamed one, at least
+            assert output.locator(".oxe-output-static svg g.node").count() > 3
+            page.screenshot(path=str(artifacts / "reopened-diff.png"))
+        finally:
+            page.close()
