@@ -311,3 +311,42 @@ def test_the_live_diff_names_both_files(tmp_path):
     onnx.save(mlp(), b)
     view = ox.explore_diff(a, b)
     assert "before.onnx" in view.summary.value and "after_quant.onnx" in view.summary.value
+
+
+def _bbox(svg: str, gid: str) -> tuple[float, float, float, float]:
+    import re
+
+    found = re.search(r'<g id="' + re.escape(gid) + r'" class="(?:node|cluster)">.*?(?:points|d)="([^"]+)"',
+                      svg, re.S)  # fmt: skip
+    assert found, gid
+    nums = [float(v) for v in re.findall(r"-?\d+\.?\d*", found.group(1))]
+    xs, ys = nums[0::2], nums[1::2]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+@pytest.mark.graphviz
+def test_a_removed_node_is_drawn_in_its_old_scopes_frame():
+    # silero v6 against its dynamic-int8 copy: each Conv became ConvInteger. The removed
+    # Conv's ghost must sit in its scope's frame, beside what replaced it (it was drawn
+    # outside every frame, at the drawing's edge).
+    from pathlib import Path
+
+    import onnx_explorer as ox
+    from onnx_explorer.widgets.diff_explorer import DiffExplorer
+
+    corpus = Path(__file__).parent / "corpus"
+    view = DiffExplorer(
+        ox.diff(corpus / "silero_vad_v6.onnx", corpus / "silero_vad_v6_dynint8.onnx")
+    )
+    graph = view.graph_view
+    graph.expand("encoder")
+    graph.expand("encoder/conv_layers.0")
+    assert graph.wait(60)
+    ids = graph.ids
+    ghost = next(k for k, v in ids.items() if v.get("kind") == "ghost"
+                 and v["name"] == "/encoder/conv_layers.0/Conv")  # fmt: skip
+    frame = next(k for k, v in ids.items() if v.get("kind") == "scope"
+                 and v.get("path") == "encoder/conv_layers.0" and v.get("open"))  # fmt: skip
+    gx0, gy0, gx1, gy1 = _bbox(graph.svg, ghost)
+    fx0, fy0, fx1, fy1 = _bbox(graph.svg, frame)
+    assert fx0 <= gx0 and gx1 <= fx1 and fy0 <= gy0 and gy1 <= fy1

@@ -186,6 +186,7 @@ class _Builder:
         self.changes: dict[int, int] = {}  # id(scope) → overlay changes inside it
         self.box_of: dict[int, str | None] = {}  # id(scope) → collapsed box showing it
         self.ghost_scope: dict[int, Scope] = {}  # ghost position → scope holding its wires
+        self.cluster_of: dict[int, str] = {}  # id(opened scope) → its frame's cluster id
         self._ends: tuple[dict[str, Edge], dict[str, list[int]]] | None = None
 
     # -- ids ---------------------------------------------------------------------
@@ -319,6 +320,7 @@ class _Builder:
                 frames.append((self._members(member, memo), False))
             elif member in opened:
                 cluster = self.new_id("c")
+                self.cluster_of[id(member)] = cluster
                 self.lines.append(dot.cluster_open(cluster, self._scope_heading(member)))
                 self._register_scope(cluster, member, opened=True)
                 frames.append((self._members(member, memo), True))
@@ -734,7 +736,14 @@ class _Builder:
             lines = [one_line(op, LABEL_CHARS)]
             if name:
                 lines.append(one_line(name, LABEL_CHARS))
-            self.lines.append(dot.ghost(gid, lines, paint))
+            statement = dot.ghost(gid, lines, paint)
+            own = self.tree.find(ghost.name.rpartition("/")[0]) if "/" in ghost.name else None
+            frames = self._open_frames(own) or self._open_frames(scope)
+            # In the frame of its own scope (else its neighbours'): drawn outside every
+            # frame, a removed Conv landed far from the ConvInteger that replaced it.
+            for frame in reversed(frames):
+                statement = dot.in_cluster(frame, statement)
+            self.lines.append(statement)
             self.drawn += 1
             for src, dst in wires:
                 eid = self.new_id("e")
@@ -743,6 +752,17 @@ class _Builder:
         hidden += max(0, len(ghosts) - MAX_GHOSTS)
         if hidden:
             self.notes.append(f"{hidden:,} removed nodes not drawn (max_nodes={self.max_nodes})")
+
+    def _open_frames(self, scope: Scope | None) -> list[str]:
+        """The cluster ids of the frames drawn around ``scope``, outermost first (a frame
+        is reopened through the ones around it, or Graphviz draws a new one)."""
+        found: list[str] = []
+        while scope is not None:
+            cluster = self.cluster_of.get(id(scope))
+            if cluster is not None:
+                found.append(cluster)
+            scope = scope.parent
+        return found[::-1]
 
     def result(self) -> DotResult:
         self.lines.append(dot.FOOTER)

@@ -167,6 +167,12 @@ def cluster_open(cid: str, heading: str) -> str:
     )
 
 
+def in_cluster(cid: str, statement: str) -> str:
+    """``statement`` placed in the already opened frame ``cid`` (Graphviz merges
+    subgraphs of one name): a diff's removed node drawn in its old scope's frame."""
+    return f"subgraph cluster_{cid} {{\n{statement}\n}}"
+
+
 def value_box(vid: str, lines: Sequence[str], kind: str, *, plain: bool = False) -> str:
     """A graph input (green ellipse) or output (orange, double border). ``plain``: white
     inside, the border alone telling which (an overlay's fills mean something else)."""
