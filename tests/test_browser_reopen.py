@@ -367,3 +367,63 @@ def test_a_saved_diff_reopened_shows_its_change_lists(app, browser, tmp_path):
             page.screenshot(path=str(artifacts / "reopened-diff.png"))
         finally:
             page.close()
+
+
+WIDE_CELLS = [
+    "import onnx_explorer\nfrom onnx import TensorProto, helper",
+    "branches = [helper.make_node('Relu', ['x'], [f'b{i}'], name=f'branch_{i}') for i in range(40)]\n"
+    "total = helper.make_node('Sum', [f'b{i}' for i in range(40)], ['y'], name='sum')\n"
+    "graph = helper.make_graph(branches + [total], 'wide',\n"
+    "    [helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 4])],\n"
+    "    [helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 4])])\n"
+    "onnx_explorer.explore(helper.make_model(graph))",
+]
+# The scroll box around the static drawing: is the graph input inside what it shows?
+INPUT_IN_VIEW = """out => {
+  const box = [...out.querySelectorAll('.oxe-output-static div')].find(d => d.querySelector(':scope > svg'));
+  const input = [...box.querySelectorAll('g.node')].find(g => g.querySelector('ellipse'));
+  const b = box.getBoundingClientRect(), r = input.getBoundingClientRect();
+  return {scrollLeft: box.scrollLeft, wide: box.scrollWidth > box.clientWidth,
+          inView: r.left >= b.left && r.right <= b.right && r.top >= b.top && r.bottom <= b.bottom};
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.graphviz
+def test_a_wide_static_drawing_opens_on_its_input(browser, tmp_path):
+    # A wide drawing at 1:1 in a scroll box showed its empty top-left corner; the
+    # extension scrolls it to the graph input.
+    pytest.importorskip("nbclient")
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in WIDE_CELLS]
+    path = root / "wide.ipynb"
+    nbformat.write(nb, path)
+    execute_notebook(path)
+    home = tmp_path / "home"
+    trust_notebook(path, home)
+    artifacts = ARTIFACTS / "wide"
+    shutil.rmtree(artifacts, ignore_errors=True)
+    artifacts.mkdir(parents=True)
+    with jupyter_server("lab", root, home) as server:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            page.add_locator_handler(
+                page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True),
+                lambda button: button.click(),
+            )
+            page.goto(server.notebook_url(path.name))
+            output = page.locator(OUTPUTS).first
+            output.wait_for()
+            kernel_ready(server)
+            page.wait_for_function(SETTLED, arg=[1, ["static"]], timeout=TIMEOUT_MS)
+            output.locator(".oxe-output-static svg g.node").first.wait_for(state="visible")
+            output.scroll_into_view_if_needed()
+            page.wait_for_timeout(500)
+            seen = output.evaluate(INPUT_IN_VIEW)
+            page.screenshot(path=str(artifacts / "reopened-wide.png"))
+            assert seen["wide"] and seen["scrollLeft"] > 0 and seen["inView"], seen
+        finally:
+            page.close()
