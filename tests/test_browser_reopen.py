@@ -324,51 +324,6 @@ DIFF_CELLS = [
     "b.graph.output[0].name = b.graph.node[-1].output[0]\n"
     "onnx_explorer.explore_diff(a, b)",
 ]
-
-
-@pytest.mark.browser
-@pytest.mark.graphviz
-@pytest.mark.parametrize("app", ["lab", "notebook"])
-def test_a_saved_diff_reopened_shows_its_change_lists(app, browser, tmp_path):
-    # The static copy of a diff holds <ul><li> change rows: the extension's allow-list
-    # dropped them once, leaving the reopened diff without its lists.
-    pytest.importorskip("nbclient")
-    if app == "notebook":
-        pytest.importorskip("notebook", reason="Notebook 7 is in the dev extras")
-    root = tmp_path / "root"
-    root.mkdir()
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in DIFF_CELLS]
-    path = root / "saved_diff.ipynb"
-    nbformat.write(nb, path)
-    execute_notebook(path)
-    home = tmp_path / "home"
-    trust_notebook(path, home)
-    artifacts = ARTIFACTS / f"diff-{app}"
-    shutil.rmtree(artifacts, ignore_errors=True)
-    artifacts.mkdir(parents=True)
-    with jupyter_server(app, root, home) as server:
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.set_default_timeout(TIMEOUT_MS)
-        try:
-            page.add_locator_handler(
-                page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True),
-                lambda button: button.click(),
-            )
-            page.goto(server.notebook_url(path.name))
-            output = page.locator(OUTPUTS).first
-            output.wait_for()
-            kernel_ready(server)
-            page.wait_for_function(SETTLED, arg=[1, ["static"]], timeout=TIMEOUT_MS)
-            rows = output.locator(".oxe-output-static li")
-            rows.first.wait_for(state="visible")
-            assert rows.count() >= 2  # the removed node and the renamed one, at least
-            assert output.locator(".oxe-output-static svg g.node").count() > 3
-            page.screenshot(path=str(artifacts / "reopened-diff.png"))
-        finally:
-            page.close()
-
-
 WIDE_CELLS = [
     "import onnx_explorer\nfrom onnx import TensorProto, helper",
     "branches = [helper.make_node('Relu', ['x'], [f'b{i}'], name=f'branch_{i}') for i in range(40)]\n"
@@ -388,25 +343,20 @@ INPUT_IN_VIEW = """out => {
 }"""
 
 
-@pytest.mark.browser
-@pytest.mark.graphviz
-def test_a_wide_static_drawing_opens_on_its_input(browser, tmp_path):
-    # A wide drawing at 1:1 in a scroll box showed its empty top-left corner; the
-    # extension scrolls it to the graph input.
+def reopened_static(browser: Any, tmp_path: Path, cells: list[str], app: str, check: Any) -> None:
+    """Run ``cells`` with nbclient, reopen the saved notebook in ``app`` with a fresh kernel
+    and, once its one explorer output shows its static copy, ``check(page, output)``."""
     pytest.importorskip("nbclient")
     root = tmp_path / "root"
     root.mkdir()
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in WIDE_CELLS]
-    path = root / "wide.ipynb"
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    path = root / "saved.ipynb"
     nbformat.write(nb, path)
     execute_notebook(path)
     home = tmp_path / "home"
     trust_notebook(path, home)
-    artifacts = ARTIFACTS / "wide"
-    shutil.rmtree(artifacts, ignore_errors=True)
-    artifacts.mkdir(parents=True)
-    with jupyter_server("lab", root, home) as server:
+    with jupyter_server(app, root, home) as server:
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.set_default_timeout(TIMEOUT_MS)
         try:
@@ -420,10 +370,50 @@ def test_a_wide_static_drawing_opens_on_its_input(browser, tmp_path):
             kernel_ready(server)
             page.wait_for_function(SETTLED, arg=[1, ["static"]], timeout=TIMEOUT_MS)
             output.locator(".oxe-output-static svg g.node").first.wait_for(state="visible")
-            output.scroll_into_view_if_needed()
-            page.wait_for_timeout(500)
-            seen = output.evaluate(INPUT_IN_VIEW)
-            page.screenshot(path=str(artifacts / "reopened-wide.png"))
-            assert seen["wide"] and seen["scrollLeft"] > 0 and seen["inView"], seen
+            check(page, output)
         finally:
             page.close()
+
+
+def _artifacts(name: str) -> Path:
+    folder = ARTIFACTS / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+@pytest.mark.browser
+@pytest.mark.graphviz
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_a_saved_diff_reopened_shows_its_change_lists(app, browser, tmp_path):
+    # The static copy of a diff holds <ul><li> change rows: the extension's allow-list
+    # dropped them once, leaving the reopened diff without its lists.
+    if app == "notebook":
+        pytest.importorskip("notebook", reason="Notebook 7 is in the dev extras")
+    artifacts = _artifacts(f"diff-{app}")
+
+    def check(page: Any, output: Any) -> None:
+        rows = output.locator(".oxe-output-static li")
+        rows.first.wait_for(state="visible")
+        assert rows.count() >= 2  # the removed node and the renamed one, at least
+        assert output.locator(".oxe-output-static svg g.node").count() > 3
+        page.screenshot(path=str(artifacts / "reopened-diff.png"))
+
+    reopened_static(browser, tmp_path, DIFF_CELLS, app, check)
+
+
+@pytest.mark.browser
+@pytest.mark.graphviz
+def test_a_wide_static_drawing_opens_on_its_input(browser, tmp_path):
+    # A wide drawing at 1:1 in a scroll box showed its empty top-left corner; the
+    # extension scrolls it to the graph input.
+    artifacts = _artifacts("wide")
+
+    def check(page: Any, output: Any) -> None:
+        output.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        seen = output.evaluate(INPUT_IN_VIEW)
+        page.screenshot(path=str(artifacts / "reopened-wide.png"))
+        assert seen["wide"] and seen["scrollLeft"] > 0 and seen["inView"], seen
+
+    reopened_static(browser, tmp_path, WIDE_CELLS, "lab", check)
