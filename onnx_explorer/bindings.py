@@ -175,7 +175,7 @@ _PLACEHOLDERS = frozenset({"?", "-1", "None", "none", "null", "*", "dynamic"})
 def _imgsz(metadata: Mapping[str, str]) -> tuple[int, int] | None:
     """Ultralytics' ``imgsz`` metadata (``[320, 320]``) as (height, width)."""
     text = metadata.get("imgsz")
-    if not text:
+    if not text or len(text) > 64:  # "[640, 640]": a hostile file's megabytes are not parsed
         return None
     try:
         value = ast.literal_eval(text.strip())

@@ -849,3 +849,18 @@ def test_an_input_named_for_audio_gets_audio_samples_by_default():
     model = _model([node], {"input_values": ["batch", "sequence"]}, {"Y": ["batch", "sequence"]})
     line = ox.metrics(model).assumed_line
     assert "sequence=16,000 (audio)" in line and "batch=1 (batch)" in line
+
+
+@pytest.mark.parametrize("imgsz", ["[" * 10_000, "[True, True]", "x" * 10**6, "[0, 640]", "{}"])
+def test_odd_imgsz_metadata_is_ignored(imgsz):
+    conv = helper.make_node("Conv", ["images", "W"], ["Y"])
+    graph = helper.make_graph(
+        [conv], "g",
+        [helper.make_tensor_value_info("images", F, ["batch", 3, "height", "width"])],
+        [helper.make_tensor_value_info("Y", F, None)],
+        [numpy_helper.from_array(_w(8, 3, 1, 1), "W")],
+    )  # fmt: skip
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    helper.set_model_props(proto, {"imgsz": imgsz})
+    line = ox.metrics(ox.load(proto)).assumed_line
+    assert "height=224 (spatial)" in line and "imgsz" not in line
