@@ -310,12 +310,14 @@ def model_binding(
     )
 
 
+def is_concrete(shape: Sequence[Dim]) -> bool:
+    """True when every dim of ``shape`` is a fixed size (no symbol, no ``?``, no -1)."""
+    return all(isinstance(d, int) and d >= 0 for d in shape)
+
+
 def has_symbols(graph: Graph) -> bool:
     """True when some input of ``graph`` has a dim that is not a fixed size."""
-    return any(
-        info.shape is not None and not all(isinstance(d, int) and d >= 0 for d in info.shape)
-        for info in graph.inputs
-    )
+    return any(info.shape is not None and not is_concrete(info.shape) for info in graph.inputs)
 
 
 __all__ = [
@@ -326,6 +328,7 @@ __all__ = [
     "bind_values",
     "checked_sizes",
     "has_symbols",
+    "is_concrete",
     "is_placeholder",
     "model_binding",
     "symbol_of",

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..bindings import is_concrete
 from ..dtypes import DTYPES
 from ..model import Graph, InferredTypes, Model, Node, ValueInfo
 from .rules import Shape
@@ -112,13 +113,13 @@ class GraphShapes:
             return ValueInfo(name, dtype or "", dtype, bound)
         if self._found_first:
             found = self._inferred.get(name)
-            if found is not None and found.shape is not None and _concrete(found.shape):
+            if found is not None and found.shape is not None and is_concrete(found.shape):
                 return found
         declared = self._declared.get(name)
         if declared is not None and declared.shape is not None and declared.dtype:
-            if self.graph_format == "graphdef" and not _concrete(declared.shape):
+            if self.graph_format == "graphdef" and not is_concrete(declared.shape):
                 passed = self._passed_through(name)  # -1 sizes: the input's may be known
-                if passed is not None and passed.shape is not None and _concrete(passed.shape):
+                if passed is not None and passed.shape is not None and is_concrete(passed.shape):
                     return passed
             return declared
         inferred = self._inferred.get(name)
@@ -169,7 +170,7 @@ class GraphShapes:
             found = [self.info(i) for i in (node.inputs[:1] if same else node.inputs)]
         finally:
             self._passing.discard(name)
-        if any(f is None or f.shape is None or not _concrete(f.shape) for f in found):
+        if any(f is None or f.shape is None or not is_concrete(f.shape) for f in found):
             return None
         first = found[0]
         assert first is not None and first.shape is not None
@@ -180,7 +181,7 @@ class GraphShapes:
                     tuple(d for d in f.shape or () if isinstance(d, int))
                     for f in found
                     if f is not None
-                ]  # every dim is an int: _concrete above
+                ]  # every dim is an int: is_concrete above
                 shape = np.broadcast_shapes(*sizes)
             except ValueError:  # shapes that do not broadcast: a broken file
                 return None
@@ -319,7 +320,3 @@ def _tf_dtype(node: Node) -> str | None:
         if attribute is not None and attribute.kind == "TYPE" and attribute.value:
             return str(attribute.value)
     return None
-
-
-def _concrete(shape: tuple[Any, ...]) -> bool:
-    return all(isinstance(d, int) and d >= 0 for d in shape)

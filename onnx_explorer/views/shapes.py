@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..bindings import has_symbols, model_binding
+from ..bindings import has_symbols, is_concrete, model_binding
 from ..model import INFER_AUTO_MAX_NODES, Graph, InferredTypes, Model, ValueInfo
 
 #: What :func:`inferred_types` returns (the model's own type).
@@ -45,7 +45,7 @@ class ValueTypes:
     def get(self, name: str) -> ValueInfo | None:
         if self._found_first:
             found = self._inferred.get(name)
-            if found is not None and found.shape is not None and _concrete(found.shape):
+            if found is not None and found.shape is not None and is_concrete(found.shape):
                 return found
         declared = self._declared.get(name)
         if declared is not None and declared.dtype and declared.shape is not None:
@@ -85,7 +85,3 @@ def value_types(
         return ValueTypes(graph, {}), f"edge shapes from the file only: {result.error}"
     note = binding.line() if binding is not None else ""
     return ValueTypes(graph, result.types.get(id(graph), {}), bound), note or None
-
-
-def _concrete(shape: tuple[object, ...]) -> bool:
-    return all(isinstance(d, int) and d >= 0 for d in shape)
