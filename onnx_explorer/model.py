@@ -610,6 +610,13 @@ class InferredTypes:
     calls: Mapping[tuple[int, str], Mapping[str, ValueInfo]] = field(default_factory=dict)
 
 
+def _shapes_key(
+    input_shapes: Mapping[str, Sequence[int]],
+) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Input shapes as a hashable key of the type caches (and as the mapping they were)."""
+    return tuple(sorted((k, tuple(v)) for k, v in input_shapes.items()))
+
+
 class TypeInference(Protocol):
     """A reader's type inference: every graph's value types, the inputs bound to
     ``input_shapes`` when given (never raises)."""
@@ -699,7 +706,7 @@ class Model:
         instead of starting another.
         """
         if input_shapes:
-            key = tuple(sorted((k, tuple(v)) for k, v in input_shapes.items()))
+            key = _shapes_key(input_shapes)
             with self._inferring:
                 found = self._inferred_bound.get(key)
                 if found is None:
@@ -749,7 +756,7 @@ class Model:
         ``input_shapes`` (needs ``onnx_explorer[run]``): the reference where shape
         inference stops. One run at a time, the last few kept. Never raises: an
         ``error`` says why there are none."""
-        key = tuple(sorted((k, tuple(v)) for k, v in input_shapes.items()))
+        key = _shapes_key(input_shapes)
         with self._observing:  # a second caller waits for the run under way
             found = self._observed.get(key)
             if found is None:

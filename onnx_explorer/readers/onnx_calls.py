@@ -139,10 +139,16 @@ def _types_of(
         model.ParseFromString(data)
     except Exception:  # protobuf's DecodeError: no types for this call
         return None
-    found = {info.name: info for info in map(to_value_info, model.graph.value_info)}
-    for info in map(to_value_info, (*model.graph.output, *model.graph.input)):
+    return graph_types(model.graph, to_value_info)
+
+
+def graph_types(graph: Any, to_value_info: Callable[[Any], ValueInfo]) -> dict[str, ValueInfo]:
+    """Value name → type of one inferred GraphProto: its value_info, then its outputs and
+    inputs (a name in several keeps the first)."""
+    found = {info.name: info for info in map(to_value_info, graph.value_info)}
+    for info in map(to_value_info, (*graph.output, *graph.input)):
         found.setdefault(info.name, info)
     return found
 
 
-__all__ = ["MAX_CALL_SIGNATURES", "call_types"]
+__all__ = ["MAX_CALL_SIGNATURES", "call_types", "graph_types"]

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..model import Graph, InferredTypes, Model, ValueInfo
-from .onnx_calls import call_types
+from .onnx_calls import call_types, graph_types
 from .onnx_values import _s
 from .protowire import MAGIC, MARKER_LENGTH
 
@@ -96,11 +96,7 @@ class ShapeInference:
     def _collect(self, proto: Any, graph: Graph, out: dict[int, dict[str, ValueInfo]]) -> None:
         """Inferred types of ``proto``'s values, filed under the matching Graph (walked in
         parallel)."""
-        convert = self._to_value_info
-        types = {info.name: info for info in map(convert, proto.value_info)}
-        for info in map(convert, (*proto.output, *proto.input)):
-            types.setdefault(info.name, info)
-        out[id(graph)] = types
+        out[id(graph)] = graph_types(proto, self._to_value_info)
         if len(proto.node) != len(graph.nodes):
             return
         for node in graph.nodes:
