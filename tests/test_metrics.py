@@ -639,7 +639,8 @@ def test_dynamic_quantize_lstm_counts_its_gate_products():
     assert _macs(model) == 5 * 2 * (4 * 32 + 8 * 32)
 
 
-def test_imgsz_metadata_sizes_a_detectors_spatial_dims():
+def _detector(imgsz: str) -> ox.Model:
+    """A 1×1 Conv over images[batch, 3, height, width], with Ultralytics' ``imgsz``."""
     conv = helper.make_node("Conv", ["images", "W"], ["Y"])
     graph = helper.make_graph(
         [conv], "g",
@@ -648,8 +649,12 @@ def test_imgsz_metadata_sizes_a_detectors_spatial_dims():
         [numpy_helper.from_array(_w(8, 3, 1, 1), "W")],
     )  # fmt: skip
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    helper.set_model_props(proto, {"imgsz": "[320, 256]"})
-    result = ox.metrics(ox.load(proto))
+    helper.set_model_props(proto, {"imgsz": imgsz})
+    return ox.load(proto)
+
+
+def test_imgsz_metadata_sizes_a_detectors_spatial_dims():
+    result = ox.metrics(_detector("[320, 256]"))
     assert result.rows[0]["macs"] == 8 * 320 * 256 * 3
     assert "height=320 (imgsz metadata), width=256 (imgsz metadata)" in result.assumed_line
 
@@ -853,14 +858,5 @@ def test_an_input_named_for_audio_gets_audio_samples_by_default():
 
 @pytest.mark.parametrize("imgsz", ["[" * 10_000, "[True, True]", "x" * 10**6, "[0, 640]", "{}"])
 def test_odd_imgsz_metadata_is_ignored(imgsz):
-    conv = helper.make_node("Conv", ["images", "W"], ["Y"])
-    graph = helper.make_graph(
-        [conv], "g",
-        [helper.make_tensor_value_info("images", F, ["batch", 3, "height", "width"])],
-        [helper.make_tensor_value_info("Y", F, None)],
-        [numpy_helper.from_array(_w(8, 3, 1, 1), "W")],
-    )  # fmt: skip
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    helper.set_model_props(proto, {"imgsz": imgsz})
-    line = ox.metrics(ox.load(proto)).assumed_line
+    line = ox.metrics(_detector(imgsz)).assumed_line
     assert "height=224 (spatial)" in line and "imgsz" not in line
