@@ -562,6 +562,8 @@ def network_path(model: Model, max_depth: int = 8) -> list[str]:
     only packages it (every node a call or :data:`_PACKAGING`), through the serving
     call and the wrappers that only call on (a SavedModel's signature wrapper); [] when
     the main graph is the network."""
+    if not model.functions:  # the common case: no walk over every node at start-up
+        return []
     graph = model.graph
     calls = [n for n in graph.nodes if model.function_for(n) is not None]
     if not calls or any(
