@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from range_server import RangeServer
 
 import onnx_explorer as ox
-from onnx_explorer.report import weights_report
+from onnx_explorer.weights._report import weights_report
 
 TENSOR_MB = 4
 

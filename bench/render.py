@@ -58,8 +58,8 @@ from _common import (  # noqa: E402
 
 if TYPE_CHECKING:
     from onnx_explorer.model import Node
-    from onnx_explorer.widgets.explorer import Explorer
-    from onnx_explorer.widgets.graph_view import GraphView
+    from onnx_explorer.widgets._explorer import Explorer
+    from onnx_explorer.widgets._graph_view import GraphView
 MODELS = HERE / "_models"
 HIDDEN, FFN, HEADS = 768, 3072, 12
 
@@ -192,8 +192,8 @@ def generate(name: str, nodes: int, scoped: bool) -> tuple[Path, float]:
 
 FIRST_VIEW = """
 import onnx_explorer
-from onnx_explorer.views.dot import build_dot
-from onnx_explorer.views.render import svg_from_result
+from onnx_explorer.views._drawing import build_dot
+from onnx_explorer.views._render import svg_from_result
 """
 FIRST_VIEW_STMT = """
 _a = _time.perf_counter()
@@ -293,7 +293,7 @@ FIRST_VIEW_TARGET = 1.5
 
 PROFILE_SETUP = """
 import onnx_explorer as ox
-from onnx_explorer.views.layout import ViewRequest, draw
+from onnx_explorer.views._layout import ViewRequest, draw
 """
 PROFILE_STMT = """
 model = ox.load(PATH)
@@ -385,11 +385,11 @@ def write_samples() -> None:
 def explore_child(path: str, selects: int) -> None:
     """(Child) Time ``explore()`` and its first picture; then ``selects`` hidden nodes."""
     import onnx_explorer
+    import onnx_explorer.readers.onnx._read
 
     # explore() imports these on first use; a notebook pays for that once, not per model.
-    import onnx_explorer.readers.graphdef
-    import onnx_explorer.readers.onnx
-    import onnx_explorer.widgets.explorer
+    import onnx_explorer.readers.tensorflow.graphdef._read
+    import onnx_explorer.widgets._explorer
 
     start = time.perf_counter()
     explorer = onnx_explorer.explore(path)
@@ -426,7 +426,7 @@ def is_hidden(view: GraphView, node: Node) -> bool:
 
 def hidden_nodes(view: GraphView) -> list[str]:
     """Names of the nodes that have a box of their own once their scope is open."""
-    from onnx_explorer.views.index import graph_index
+    from onnx_explorer.views._index import graph_index
 
     index = graph_index(view.graph)  # folded constants are drawn inside their readers
     return [
@@ -481,7 +481,7 @@ def layout_modes_child(path: str, cap: float) -> None:
     """(Child) The first view's DOT laid out under each ranking alone, and as before:
     plain ``dot``, control edges drawn. Each killed after ``cap`` seconds."""
     import onnx_explorer
-    from onnx_explorer.views.layout import ViewRequest
+    from onnx_explorer.views._layout import ViewRequest
 
     model = onnx_explorer.load(path)
     view = ViewRequest().build(model.graph, model)

@@ -38,7 +38,7 @@ SHARD = DIR / "variables" / "variables.data-00000-of-00001"
 
 GENERATE = f"""
 from onnx_explorer.samples import write_dense_saved_model
-from onnx_explorer.readers.tensor_bundle_crc32c import crc32c
+from onnx_explorer.readers.tensorflow.bundle._crc32c import crc32c
 write_dense_saved_model({str(DIR)!r}, {WIDTHS!r}, crc32c=crc32c)
 """
 

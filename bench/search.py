@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fmt_ratio, machine_description, markdown_table, today, write_result
 
 import onnx_explorer as ox
-from onnx_explorer.views.tables import NodeIndex
-from onnx_explorer.widgets.node_list import NodeList
+from onnx_explorer.views._tables import NodeIndex
+from onnx_explorer.widgets._node_list import NodeList
 
 NODES = 100_000
 OPS = ["MatMul", "Add", "Softmax", "LayerNormalization", "Mul", "Transpose", "Reshape", "Gelu"]

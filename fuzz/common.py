@@ -36,7 +36,7 @@ class KnownBug:
     title: str
     exception: type[BaseException] | None = None
     #: A frame of the traceback: a path suffix, optionally ``:function``
-    #: (``"onnx_explorer/views/dot.py:_emit_scope"``).
+    #: (``"onnx_explorer/views/_drawing.py:_emit_scope"``).
     where: str = ""
     message: str = ""  # a regex searched in str(exception)
     #: For a hang, which cannot be caught: the tensors not read while the bug is open.

@@ -7,8 +7,8 @@ Mutation is structure-aware (:mod:`fuzz.text`).
 
 from __future__ import annotations
 
-from onnx_explorer.readers.graphdef import model_from_graphdef, parse_text
-from onnx_explorer.readers.graphdef_tensors import TensorContext
+from onnx_explorer.readers.tensorflow.graphdef._read import model_from_graphdef, parse_text
+from onnx_explorer.readers.tensorflow.graphdef._tensors import TensorContext
 
 from . import text, wire
 from .common import harness, walk_model

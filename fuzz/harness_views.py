@@ -1,7 +1,7 @@
 """Harness 5, what a model looks like to a user: summary, DOT source and the static HTML.
 
 Input: the bytes of an ONNX or GraphDef file (sniffed, as ``load`` does). DOT is built
-with :func:`~onnx_explorer.views.dot.build_dot`, which is pure (``views/render.py`` is
+with :func:`~onnx_explorer.views._drawing.build_dot`, which is pure (``views/render.py`` is
 the only module that runs ``dot``, and it is never called here); ONNX shape inference
 is switched off. Weight bytes are not read beyond what the summary needs.
 
@@ -15,9 +15,9 @@ import re
 
 import onnx_explorer as ox
 from onnx_explorer.summary import summarize
-from onnx_explorer.views.dot import build_dot
-from onnx_explorer.views.summary_text import format_summary
-from onnx_explorer.widgets.static import static_html
+from onnx_explorer.views._drawing import build_dot
+from onnx_explorer.views._summary_text import format_summary
+from onnx_explorer.widgets._static import static_html
 
 from . import wire
 from .common import harness, without_inference

@@ -21,7 +21,7 @@ from google.protobuf import text_format
 from onnx import TensorProto, helper, numpy_helper
 
 from onnx_explorer import samples
-from onnx_explorer.readers import graphdef_proto as pb
+from onnx_explorer.readers.tensorflow.graphdef import _proto as pb
 
 from .run import HARNESSES, harness_module
 

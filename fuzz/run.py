@@ -19,11 +19,11 @@ from types import ModuleType
 
 HARNESSES = ("onnx", "graphdef", "pbtxt", "external", "views")
 #: Never reached by a harness: notebook widgets, entry points, subprocess rendering.
-_SKIPPED = ("onnx_explorer.ipython", "onnx_explorer.cli", "onnx_explorer.views.render")
+_SKIPPED = ("onnx_explorer.ipython", "onnx_explorer.cli", "onnx_explorer.views._render")
 #: Seconds one input may take before libFuzzer calls it a hang and saves it.
 TIMEOUT = 10
 RSS_LIMIT_MB = 2048
-_WIDGETS_USED = ("onnx_explorer.widgets.static", "onnx_explorer.widgets.html")
+_WIDGETS_USED = ("onnx_explorer.widgets._static", "onnx_explorer.widgets._html")
 
 
 def harness_module(name: str) -> ModuleType:

@@ -16,7 +16,6 @@ from .metrics import metrics, read_ort_profile
 from .model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueInfo
 from .model_diff import ModelDiff, compare_models
 from .readers import load
-from .report_many import weights_report_many
 from .runs import (
     CompareResult,
     FeedError,
@@ -29,6 +28,7 @@ from .runs import (
 )
 from .stats import Histogram, TensorStats
 from .tensors import Tensor, TensorLocation
+from .weights._many import weights_report_many
 
 __version__ = "0.1.0"
 
@@ -92,16 +92,16 @@ def _open_side(source, side: str) -> Model:  # type: ignore[no-untyped-def]
 
 
 def explore(source, **options):  # type: ignore[no-untyped-def]
-    """Open a model in the notebook explorer; see :func:`onnx_explorer.widgets.explorer.explore`."""
-    from .widgets.explorer import explore as _explore
+    """Open a model in the notebook explorer; see :func:`onnx_explorer.widgets.explore`."""
+    from .widgets._explorer import explore as _explore
 
     return _explore(source, **options)
 
 
 def explore_diff(a, b, **options):  # type: ignore[no-untyped-def]
     """Show what changed from model ``a`` to ``b``; see
-    :func:`onnx_explorer.widgets.diff_explorer.explore_diff`."""
-    from .widgets.diff_explorer import explore_diff as _explore_diff
+    :func:`onnx_explorer.widgets._diff_explorer.explore_diff`."""
+    from .widgets._diff_explorer import explore_diff as _explore_diff
 
     return _explore_diff(a, b, **options)
 

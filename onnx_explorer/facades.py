@@ -22,24 +22,24 @@ from .model import Graph, InferredTypes, Model, install_facades
 
 class _Facades:
     def to_dot(self, graph: Graph, options: dict[str, Any]) -> str:
-        from .views.dot import build_dot
+        from .views._drawing import build_dot
 
         return build_dot(graph, graph.model, **options).source
 
     def render_svg(self, graph: Graph, timeout: float, options: dict[str, Any]) -> str:
-        from .views.dot import build_dot
-        from .views.render import svg_from_result
+        from .views._drawing import build_dot
+        from .views._render import svg_from_result
 
         return svg_from_result(build_dot(graph, graph.model, **options), timeout=timeout)
 
     def save(self, graph: Graph, path: str | Path, timeout: float, options: dict[str, Any]) -> Path:
-        from .views.dot import build_dot
-        from .views.render import save_result
+        from .views._drawing import build_dot
+        from .views._render import save_result
 
         return save_result(build_dot(graph, graph.model, **options), path, timeout)
 
     def weights_report(self, model: Model, options: dict[str, Any]) -> Any:
-        from .report import weights_report
+        from .weights._report import weights_report
 
         return weights_report(model, **options)
 

@@ -39,9 +39,9 @@ def _parse(prog: str, line: str) -> argparse.Namespace:
 def onnx_explore(line: str) -> Any:
     """%onnx_explore PATH [--external-data-dir DIR] [--max-nodes N] [--dims batch=1,...]:
     open the explorer (``--dims``: sizes of the inputs' symbolic dims)."""
-    from .cli_metrics import parse_dims
+    from .cli.metrics import parse_dims
     from .errors import ExplorerError
-    from .widgets.explorer import explore
+    from .widgets._explorer import explore
 
     try:
         args = _parse("onnx_explore", line)
@@ -72,7 +72,7 @@ def onnx_diff(line: str) -> Any:
     """%onnx_diff A B [--no-weights] [--atol X] [--rtol X] [--external-data-dir DIR]
     [--max-nodes N]: show model B drawn with what changed since A, and the changes."""
     from .errors import ExplorerError
-    from .widgets.diff_explorer import explore_diff
+    from .widgets._diff_explorer import explore_diff
 
     try:
         args = _parse_diff(line)
@@ -91,7 +91,7 @@ def onnx_summary(line: str) -> None:
     from .errors import ExplorerError
     from .readers import load
     from .summary import summarize
-    from .views.summary_text import format_summary
+    from .views._summary_text import format_summary
 
     try:
         args = _parse("onnx_summary", line)
@@ -103,13 +103,13 @@ def onnx_summary(line: str) -> None:
 
 
 def _print_error(exc: Exception) -> None:
-    from .views.text import terminal_safe
+    from .views._text import terminal_safe
 
     print(f"onnx_explorer: {terminal_safe(str(exc))}")
 
 
 def _model_proto_mimebundle(proto: Any, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-    from .widgets.explorer import explore
+    from .widgets._explorer import explore
 
     return explore(proto)._repr_mimebundle_(include=include, exclude=exclude)
 

@@ -451,8 +451,9 @@ class Graph:
 
     # -- drawing: the work is in views, above the model (see Facades) -----------------
     def to_dot(self, **options: Any) -> str:
-        """DOT source of this graph's view; options as :func:`onnx_explorer.views.dot.build_dot`
-        (``expanded``, ``focus``, ``hops``, ``max_nodes``, ``edge_labels``)."""
+        """DOT source of this graph's view; options as
+        :func:`~onnx_explorer.views._drawing.build_dot` (``expanded``, ``focus``, ``hops``,
+        ``max_nodes``, ``edge_labels``)."""
         return _facades().to_dot(self, options)
 
     def render_svg(self, *, timeout: float = 60.0, **options: Any) -> str:
@@ -827,7 +828,7 @@ class Model:
     ) -> Any:
         """Statistics and flags of every weight, one row per tensor (a DataFrame with pandas).
 
-        See :func:`onnx_explorer.report.weights_report`.
+        See :func:`onnx_explorer.weights._report.weights_report`.
         """
         options = dict(progress=progress, sort=sort, stop=stop, dequantize=dequantize, **kwargs)
         return _facades().weights_report(self, {**options, "as_list": as_list})
@@ -897,3 +898,18 @@ def _facades() -> Facades:
     if _FACADES is None:  # only when the package's __init__ did not run to its end
         raise RuntimeError("the drawing and report methods need `import onnx_explorer` first")
     return _FACADES
+
+
+def location_name(kind: str, holder: str = "initializer") -> str:
+    """Where a weight's bytes are, in the words every view uses: ``external`` (a data file
+    next to the model), ``in attribute`` (a Constant node's value or another tensor
+    attribute) or ``embedded`` (inside the model file or the in-memory model).
+
+    ``kind`` is a :class:`~onnx_explorer.tensors.TensorLocation` kind and ``holder`` a
+    :class:`~onnx_explorer.model.WeightRef` kind.
+    """
+    if kind == "external":
+        return "external"
+    if holder in ("constant", "attribute"):
+        return "in attribute"
+    return "embedded"  # raw bytes, typed value fields or an in-memory ModelProto alike

@@ -1,6 +1,6 @@
 """A model's summary as plain data: what ``onnx-explorer summary`` and ``%onnx_summary`` show.
 
-:func:`onnx_explorer.views.summary_text.format_summary` writes it as text.
+:func:`onnx_explorer.views._summary_text.format_summary` writes it as text.
 """
 
 from __future__ import annotations
@@ -8,23 +8,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from .attribute_parameters import attribute_totals
-from .model import Model, ValueInfo
-
-
-def location_name(kind: str, holder: str = "initializer") -> str:
-    """Where a weight's bytes are, in the words every view uses: ``external`` (a data file
-    next to the model), ``in attribute`` (a Constant node's value or another tensor
-    attribute) or ``embedded`` (inside the model file or the in-memory model).
-
-    ``kind`` is a :class:`~onnx_explorer.tensors.TensorLocation` kind and ``holder`` a
-    :class:`~onnx_explorer.model.WeightRef` kind.
-    """
-    if kind == "external":
-        return "external"
-    if holder in ("constant", "attribute"):
-        return "in attribute"
-    return "embedded"  # raw bytes, typed value fields or an in-memory ModelProto alike
+from .model import Model, ValueInfo, location_name
+from .weights._attribute_parameters import attribute_totals
 
 
 def _op_counts(model: Model) -> dict[str, int]:

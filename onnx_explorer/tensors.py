@@ -450,7 +450,7 @@ class Tensor:
         """Min, max, mean, std, abs-max, zero fraction, NaN/Inf counts and p1/p50/p99, streamed.
 
         ``dequantize``: statistics of ``(q - zero_point) * scale`` instead of the stored
-        values (see :func:`onnx_explorer.quant.find_dequantization`). Details:
+        values (see :func:`onnx_explorer.weights._quant.find_dequantization`). Details:
         :func:`onnx_explorer.stats.tensor_stats`.
         """
         return tensor_stats(self, dequantize=dequantize, **kwargs)

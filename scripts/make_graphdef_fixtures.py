@@ -17,7 +17,7 @@ It writes
   Const dtypes, shapes, values, sums, histograms), which the tests check against.
 
 Before writing anything it checks that every field of the message definitions in
-``onnx_explorer/readers/graphdef_proto.py`` has TensorFlow's number and type.
+``onnx_explorer/readers/tensorflow/graphdef/_proto.py`` has TensorFlow's number and type.
 """
 
 from __future__ import annotations

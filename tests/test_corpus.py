@@ -9,7 +9,7 @@ import pytest
 from corpus_reference import BATCHABLE, CORPUS, MANIFEST, ONNX_MODELS, feeds, reference_macs
 
 import onnx_explorer as ox
-from onnx_explorer.views.shapes import value_types
+from onnx_explorer.views._edge_types import value_types
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -6,12 +6,12 @@ from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._gc_pause import paused_gc
 from ..errors import ExplorerError
-from ..gc_pause import paused_gc
 from ..model import Graph, Model, Node, ValueInfo
-from ..quant import ConstantLookup, find_dequantization
 from ..stats import Dequantizer
 from ..tensors import Tensor
+from ..weights._quant import ConstantLookup, find_dequantization
 from ._matching import GraphMatch, match_nodes, read_in_place, stable_name
 from ._model_diff import ModelDiff, TensorPair
 from ._nodes import node_changes

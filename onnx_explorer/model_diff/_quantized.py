@@ -18,7 +18,7 @@ onnxruntime's dynamic quantization, for instance, writes
 Pairs are only made between a float tensor (float16/bfloat16/float32/float64) and a
 quantized one (anything else) holding as many elements, each unpaired so far, reached
 through as many ``Gather`` ops; it works both ways (a float and b quantized, or the
-reverse). The caller compares each pair dequantized (:mod:`onnx_explorer.quant`).
+reverse). The caller compares each pair dequantized (:mod:`onnx_explorer.weights._quant`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Neither tensor is ever read whole: both are read in aligned chunks, compared as bytes
 first (the common case, identical weights, costs one read of each and no arithmetic),
 and only when the bytes differ compared again as float64 values: fp16 / bf16 widened,
-a quantized side dequantized (see :mod:`onnx_explorer.quant`).
+a quantized side dequantized (see :mod:`onnx_explorer.weights._quant`).
 """
 
 from __future__ import annotations

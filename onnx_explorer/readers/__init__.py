@@ -14,7 +14,7 @@ from ..sources import is_url
 def detect_format(path: Path) -> str:
     """``"onnx"``, ``"graphdef"``, ``"savedmodel"`` or ``"metagraph"``, judged from the file's
     content (``.pb`` is used by all three)."""
-    from .sniff import reject_non_model, sniff_format
+    from ._sniff import reject_non_model, sniff_format
 
     with open(path, "rb") as fh:
         head = fh.read(4096)
@@ -43,7 +43,7 @@ def load(
     blocks on disk so that opening again transfers nothing but the size check.
     """
     if isinstance(source, str) and is_url(source):
-        from .remote import load_url
+        from ._remote import load_url
 
         return load_url(
             source,
@@ -58,11 +58,11 @@ def load(
     if isinstance(source, str | os.PathLike):
         return _load_path(Path(source), data_dir, format)
     if type(source).__name__ == "ModelProto":
-        from .onnx import read_onnx_proto
+        from .onnx._read import read_onnx_proto
 
         return read_onnx_proto(source, data_dir)
     if type(source).__name__ == "GraphDef":
-        from .graphdef import read_graphdef_proto
+        from .tensorflow.graphdef._read import read_graphdef_proto
 
         return read_graphdef_proto(source)
     raise TypeError(
@@ -74,10 +74,10 @@ def _load_path(path: Path, data_dir: Path | None, format: str | None) -> Model:
     if not path.exists():
         raise ModelFormatError(f"{str(path)!r} does not exist")
     if path.is_dir():
-        from .sniff import is_saved_model_dir, reject_directory
+        from ._sniff import is_saved_model_dir, reject_directory
 
         if is_saved_model_dir(path):
-            from .savedmodel import read_saved_model_dir
+            from .tensorflow.savedmodel._read import read_saved_model_dir
 
             return read_saved_model_dir(path)
         reject_directory(path)
@@ -85,36 +85,36 @@ def _load_path(path: Path, data_dir: Path | None, format: str | None) -> Model:
         raise ModelFormatError(f"{str(path)!r} is not a regular file")
     fmt = format or detect_format(path)
     if fmt == "onnx":
-        from .onnx import read_onnx_file
+        from .onnx._read import read_onnx_file
 
         return read_onnx_file(path, data_dir)
     if fmt == "graphdef":
-        from .graphdef import read_graphdef_file
+        from .tensorflow.graphdef._read import read_graphdef_file
 
         return read_graphdef_file(path)
     if fmt in ("savedmodel", "metagraph"):
-        from .savedmodel import read_saved_model_file
+        from .tensorflow.savedmodel._read import read_saved_model_file
 
         return read_saved_model_file(path, kind=fmt)
     raise ModelFormatError(f"unknown format {fmt!r}")
 
 
 def _load_bytes(data: bytes, data_dir: Path | None, format: str | None) -> Model:
-    from .sniff import reject_non_model, sniff_format
+    from ._sniff import reject_non_model, sniff_format
 
     if format is None:
         reject_non_model(data[:4096], "", "the bytes given")
     fmt = format or sniff_format(data[:4096], "")
     if fmt == "onnx":
-        from .onnx import read_onnx_bytes
+        from .onnx._read import read_onnx_bytes
 
         return read_onnx_bytes(data, data_dir)
     if fmt == "graphdef":
-        from .graphdef import read_graphdef_bytes
+        from .tensorflow.graphdef._read import read_graphdef_bytes
 
         return read_graphdef_bytes(data)
     if fmt in ("savedmodel", "metagraph"):
-        from .savedmodel import read_saved_model_bytes
+        from .tensorflow.savedmodel._read import read_saved_model_bytes
 
         return read_saved_model_bytes(data, kind=fmt)
     raise ModelFormatError(f"unknown format {fmt!r}")

@@ -25,7 +25,7 @@ from onnx import helper
 
 from ..errors import ModelFormatError
 from ..external_data import resolve_location
-from ..readers.protowire import MAGIC, MARKER_LENGTH
+from ..readers.protobuf._wire import MAGIC, MARKER_LENGTH
 
 #: Nodes in the first segment; the next ones are sized by the bytes the previous made.
 SEGMENT_NODES = 64

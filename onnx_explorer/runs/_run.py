@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .._gc_pause import paused_gc
 from ..bindings import bind_values
-from ..gc_pause import paused_gc
 from ..stats import Histogram, TensorStats, array_values, histogram, summarize
 from ._activation_stats import activation_histogram, activation_stats, fast_path
 from ._background import Background

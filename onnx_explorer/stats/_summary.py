@@ -176,8 +176,8 @@ def tensor_stats(
 ) -> TensorStats:
     """Statistics of a tensor's values in one streaming pass (see the module docstring).
 
-    ``dequantize``: a :class:`onnx_explorer.quant.Dequantization` (from
-    :func:`onnx_explorer.quant.find_dequantization`) to summarise the real values
+    ``dequantize``: a :class:`onnx_explorer.weights._quant.Dequantization` (from
+    :func:`onnx_explorer.weights._quant.find_dequantization`) to summarise the real values
     ``(q - zero_point) * scale`` instead of the stored integers.
     """
     return summarize(tensor_values(tensor, dequantize, chunk_elements))

@@ -79,7 +79,7 @@ class ValueSource(Protocol):
 
 
 class Dequantizer(Protocol):
-    """What statistics need from a dequantization (see :mod:`onnx_explorer.quant`)."""
+    """What statistics need from a dequantization (see :mod:`onnx_explorer.weights._quant`)."""
 
     def apply(self, values: np.ndarray, offset: int) -> np.ndarray:
         """Real values (float32) of the stored elements at flat positions ``offset``..."""

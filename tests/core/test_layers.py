@@ -1,0 +1,77 @@
+"""The layers hold: the core loads without the notebook stack, imports form no cycle.
+
+The full contracts live in ``pyproject.toml`` and CI checks them with ``lint-imports``;
+these tests prove what that cannot see (an import made lazily really is lazy) and keep
+the cycle rule close to the tests.
+"""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+from locations import REPO
+
+import onnx_explorer
+
+ROOT = REPO
+NOTEBOOK_STACK = ("IPython", "ipywidgets", "anywidget", "traitlets", "matplotlib", "graphviz")
+
+
+def _core_modules() -> list[str]:
+    names = [
+        info.name
+        for info in pkgutil.walk_packages(onnx_explorer.__path__, "onnx_explorer.")
+        if not info.name.startswith(("onnx_explorer.widgets", "onnx_explorer.ipython"))
+        and not info.name.endswith(".__main__")
+    ]
+    assert "onnx_explorer.views._plots" in names and "onnx_explorer.readers.onnx._read" in names
+    return sorted(names)
+
+
+def test_every_core_module_imports_without_the_notebook_stack():
+    code = f"""
+import importlib, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in {NOTEBOOK_STACK!r}:
+            raise ImportError('blocked: ' + name)
+sys.meta_path.insert(0, Block())
+for name in {_core_modules()!r}:
+    importlib.import_module(name)
+import onnx_explorer
+from onnx_explorer.samples import tiny_cnn
+graph = onnx_explorer.load(tiny_cnn()).graph
+print(graph.to_dot().startswith("digraph"))  # a facade method, without the notebook stack
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
+
+
+def test_no_import_cycles_lazy_imports_included():
+    pytest.importorskip("importlinter")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "import_cycles.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_views_see_inference_through_the_model_only():
+    from onnx_explorer.model import InferredTypes
+    from onnx_explorer.samples import tiny_cnn
+    from onnx_explorer.views._edge_types import inferred_types
+
+    model = onnx_explorer.load(tiny_cnn())
+    assert model.type_inference is not None  # attached by the ONNX reader
+    result = inferred_types(model)
+    assert isinstance(result, InferredTypes) and result.error is None
+    assert result.types[id(model.graph)]  # value name → ValueInfo, no protobuf in sight
