@@ -1,8 +1,10 @@
 """Models at a URL: the same readers, over a byte source that fetches ranges.
 
 A file small enough is fetched whole (one request: the graph is most of it); a
-larger one is walked by range requests that skip the weights (:mod:`.protowire`),
-and its tensors fetch their own ranges when read. External data is looked up under
+larger one is walked by range requests that skip the weights (:mod:`.protobuf`),
+and its tensors fetch their own ranges when read. The format is chosen by the same
+table as for local files (:data:`onnx_explorer.readers.FORMATS`): a row reads a URL when
+it has a ``read_source``. External data is looked up under
 the model's URL by the rules of local paths (:func:`~onnx_explorer.sources.urls.join_location`).
 """
 
@@ -18,10 +20,8 @@ from ..external_data import DataFiles
 from ..model import Model
 from ..sources import is_url
 from ..sources.remote import RemoteDir, RemoteFile, open_url
+from ._table import HEAD_BYTES  # bytes looked at to tell the format of a large file
 from .protobuf._wire import READ_WHOLE
-
-#: Bytes looked at to tell the format of a file too large to fetch whole.
-HEAD_BYTES = 4096
 
 
 def load_url(
@@ -62,34 +62,21 @@ def _size(model_file: RemoteFile) -> int:
 def _read(
     model_file: RemoteFile, base: Path | RemoteDir, files: DataFiles, format: str | None
 ) -> Model:
-    from ._sniff import graphdef_encoding, reject_non_model, sniff_format
+    from ._table import format_named, sniff  # the format table, as for local files
 
     size = _size(model_file)
     what = repr(model_file.display)
     if size == 0:
         raise ModelFormatError(f"{what} is empty")
-    suffix = PurePosixPath(urlsplit(model_file.display).path).suffix.lower()
     name = PurePosixPath(urlsplit(model_file.display).path).name
     whole = model_file.fetch(0, size) if size <= READ_WHOLE else None
     head = whole[:HEAD_BYTES] if whole is not None else model_file.fetch(0, HEAD_BYTES)
-    if format is None:
-        reject_non_model(head, name, what)
-    fmt = format or sniff_format(head, suffix)
-    if fmt == "onnx":
-        from .onnx._read import read_onnx_bytes, read_onnx_source
-
-        if whole is not None:
-            return read_onnx_bytes(whole, base)
-        return read_onnx_source(model_file, base, files)
-    if fmt == "graphdef":
-        from .tensorflow.graphdef._read import read_graphdef_bytes, read_graphdef_source
-
-        if whole is not None:
-            return read_graphdef_bytes(whole)
-        if graphdef_encoding(head, suffix) == "text":
-            return read_graphdef_bytes(model_file.fetch(0, size))
-        return read_graphdef_source(model_file, files)
-    raise ModelFormatError(f"{what}: format {fmt!r} cannot be read from a URL")
+    row = format_named(format) if format else sniff(head, PurePosixPath(name).suffix, name, what)
+    if row.read_source is None:
+        raise ModelFormatError(f"{what}: format {row.name!r} cannot be read from a URL")
+    if whole is not None and row.read_bytes is not None:
+        return row.read_bytes(whole, base)  # fetched whole already: no second request
+    return row.read_source(model_file, base, files)
 
 
 __all__ = ["load_url"]

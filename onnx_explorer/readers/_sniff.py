@@ -4,7 +4,8 @@ Binary files are judged by walking the first top-level protobuf fields in the
 file's head and checking each (field number, wire type) against the two root
 messages, ``onnx.ModelProto`` and ``tensorflow.GraphDef``; text files by the
 first field name. Anything we cannot place goes to the ONNX reader, whose
-error message says what is wrong.
+error message says what is wrong. The format table (:mod:`onnx_explorer.readers`) asks
+through :func:`protobuf_sniff`, one sniff per protobuf format's row.
 
 TensorFlow SavedModels (``saved_model.pb``) and MetaGraphDefs (``.meta``) are known by
 their first fields too (:func:`container_format`).
@@ -17,6 +18,8 @@ tensor, an HTML page saved instead of the model, an empty file) are recognised f
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 from ..errors import ModelFormatError
@@ -291,6 +294,27 @@ def reject_non_model(head: bytes, name: str, label: str) -> None:
         raise ModelFormatError(f"{label} {what}")
 
 
+@lru_cache(maxsize=8)
+def protobuf_kind(head: bytes, suffix: str, name: str = "") -> str | None:
+    """:func:`sniff_format` for a file that is no plain non-model (:func:`not_a_model`),
+    else None. Asked once per row of the protobuf family with the same head: cached."""
+    if not_a_model(head, name) is not None:
+        return None
+    return sniff_format(head, suffix, name)
+
+
+def protobuf_sniff(kind: str) -> Callable[[bytes, str, str], bool]:
+    """The format table's sniff for one protobuf format (``"onnx"``, ``"graphdef"``,
+    ``"savedmodel"``, ``"metagraph"``): they share ``.pb`` and one judgement of the bytes,
+    which gives every protobuf-looking file to exactly one of them (ONNX when unsure)."""
+
+    def sniff(head: bytes, suffix: str, name: str) -> bool:
+        return protobuf_kind(head, suffix, name) == kind
+
+    sniff.__qualname__ = f"protobuf_sniff({kind!r})"
+    return sniff
+
+
 def is_saved_model_dir(path: Path) -> bool:
     return (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()
 
@@ -304,5 +328,5 @@ def reject_directory(path: Path) -> None:
 
 __all__ = [
     "container_format", "graphdef_encoding", "is_saved_model_dir", "is_text", "not_a_model",
-    "reject_directory", "reject_non_model", "sniff_format",
+    "protobuf_kind", "protobuf_sniff", "reject_directory", "reject_non_model", "sniff_format",
 ]  # fmt: skip

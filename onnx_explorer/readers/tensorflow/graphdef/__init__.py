@@ -1,1 +1,86 @@
-"""readers.tensorflow.graphdef"""
+"""TensorFlow GraphDef files (``.pb`` binary, ``.pbtxt`` text) → the neutral model; the
+GraphDef row of the readers' format table.
+
+The readers (:mod:`._read`) import protobuf; this module does not: the row's callables
+and the names below import them when first used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..._format import Format
+from ..._sniff import protobuf_sniff
+
+if TYPE_CHECKING:
+    from ....external_data import DataFiles
+    from ....model import Model
+    from ....sources import ByteSource
+    from ....sources.remote import RemoteDir
+    from ._read import (
+        read_graphdef_bytes,
+        read_graphdef_file,
+        read_graphdef_proto,
+        read_graphdef_source,
+    )
+
+
+def _read_path(path: Path, data_dir: Path | None) -> Model:
+    from ._read import read_graphdef_file
+
+    return read_graphdef_file(path)  # weights are in the file: no external data
+
+
+def _read_bytes(data: bytes, data_dir: Path | RemoteDir | None) -> Model:
+    from ._read import read_graphdef_bytes
+
+    return read_graphdef_bytes(data)
+
+
+def _read_source(source: ByteSource, base: Path | RemoteDir, files: DataFiles) -> Model:
+    from ._read import read_graphdef_source
+
+    return read_graphdef_source(source, files)
+
+
+def _read_proto(proto: Any, data_dir: Path | None) -> Model:
+    from ._read import read_graphdef_proto
+
+    return read_graphdef_proto(proto)
+
+
+FORMAT = Format(
+    name="graphdef",
+    suffixes=(".pb", ".pbtxt"),
+    sniff=protobuf_sniff("graphdef"),
+    read_path=_read_path,
+    read_bytes=_read_bytes,
+    read_source=_read_source,
+    read_proto=_read_proto,
+    proto_types=("GraphDef",),
+)
+
+_READERS = (
+    "read_graphdef_bytes",
+    "read_graphdef_file",
+    "read_graphdef_proto",
+    "read_graphdef_source",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _READERS:  # the readers import protobuf: only when one is asked for
+        from . import _read
+
+        return getattr(_read, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "FORMAT",
+    "read_graphdef_bytes",
+    "read_graphdef_file",
+    "read_graphdef_proto",
+    "read_graphdef_source",
+]

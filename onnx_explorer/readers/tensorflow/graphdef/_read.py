@@ -38,7 +38,7 @@ from ....model import Model
 from ....sources import ByteSource
 from ..._sniff import graphdef_encoding
 from ...protobuf._wire import strip_file
-from ._attrs import FunctionRef, shape_dims, shape_text
+from ._attrs import FunctionRef, shape_dims
 from ._build import function_path, model_from_graphdef
 from ._ops import INPUT_OPS, NOT_OUTPUTS, layout_note, output_dtype
 from ._parse import MAX_TEXT_DEPTH, parse_binary, parse_text, strip, text_depth
@@ -71,11 +71,15 @@ def read_graphdef_file(path: Path) -> Model:
 
 
 def read_graphdef_source(model_file: ByteSource, files: DataFiles) -> Model:
-    """A binary GraphDef from any byte source (a URL), walked by ranges; weights stay there."""
+    """A GraphDef from any byte source (a URL): a binary one walked by ranges, its weights
+    left there; a text one (it has no ranges to skip) fetched whole."""
     what = repr(model_file.display)
     size = model_file.size
     if size == 0:
         raise ModelFormatError(f"{what} is empty")
+    suffix = Path(model_file.display.rsplit("/", 1)[-1]).suffix.lower()
+    if graphdef_encoding(model_file.fetch(0, min(size, 4096)), suffix) == "text":
+        return read_graphdef_bytes(model_file.fetch(0, size))
     stripped = strip_file(model_file, size, lambda source: strip(source, what), what)
     proto = parse_binary(stripped.data, what)
     ctx = TensorContext("embedded", stripped, model_file)
@@ -118,7 +122,6 @@ __all__ = [
     "read_graphdef_proto",
     "read_graphdef_source",
     "shape_dims",
-    "shape_text",
     "text_depth",
     "tf_dtype",
     "tf_type_name",
