@@ -1,8 +1,18 @@
-"""onnx_explorer: look inside ONNX and TensorFlow GraphDef model files from a notebook."""
+"""onnx_explorer: look inside ONNX and TensorFlow GraphDef model files from a notebook.
+
+Importing the package is light: the model's own types, the errors and ``metrics`` come at
+once; the rest of the public names (``load``, ``run``, ``compare``, ``ModelDiff``,
+``weights_report_many``...) are imported on first use (PEP 562 ``__getattr__`` below), so
+``import onnx_explorer`` imports neither ``onnx`` nor protobuf nor the notebook stack.
+"""
 
 from __future__ import annotations
 
-from . import facades as _facades  # noqa: F401 - fills in Graph.to_dot & co.
+import os
+from collections.abc import Mapping, Sequence
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ExplorerError,
     ExternalDataError,
@@ -12,23 +22,32 @@ from .errors import (
     TensorDataError,
     UnsafePathError,
 )
+
+# `metrics` is both a function and the subpackage holding it: importing the subpackage
+# here, before the name is bound to the function, keeps `onnx_explorer.metrics` the
+# function (a lazy import would later set the attribute back to the subpackage).
 from .metrics import metrics, read_ort_profile
 from .model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueInfo
-from .model_diff import ModelDiff, compare_models
-from .readers import load
-from .runs import (
-    CompareResult,
-    FeedError,
-    OnnxRuntimeMissingError,
-    RunError,
-    RunFailedError,
-    RunResult,
-    compare,
-    run,
-)
 from .stats import Histogram, TensorStats
 from .tensors import Tensor, TensorLocation
-from .weights._many import weights_report_many
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from .model_diff import ModelDiff
+    from .readers import load
+    from .runs import (
+        CompareResult,
+        FeedError,
+        OnnxRuntimeMissingError,
+        RunError,
+        RunFailedError,
+        RunResult,
+        compare,
+        run,
+    )
+    from .weights import weights_report_many
+    from .widgets import DiffExplorer, Explorer
 
 __version__ = "0.1.0"
 
@@ -71,16 +90,56 @@ __all__ = [
 ]
 
 
-def diff(a, b, *, weights: bool = True, atol: float = 0.0, rtol: float = 0.0) -> ModelDiff:
+#: The public names imported on first use: name → the module that defines it.
+_LAZY = {
+    "CompareResult": ".runs",
+    "FeedError": ".runs",
+    "ModelDiff": ".model_diff",
+    "OnnxRuntimeMissingError": ".runs",
+    "RunError": ".runs",
+    "RunFailedError": ".runs",
+    "RunResult": ".runs",
+    "compare": ".runs",
+    "load": ".readers",
+    "run": ".runs",
+    "weights_report_many": ".weights",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(where, __name__), name)
+    globals()[name] = value  # asked once: later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+def diff(
+    a: str | os.PathLike[str] | bytes | Any,
+    b: str | os.PathLike[str] | bytes | Any,
+    *,
+    weights: bool = True,
+    atol: float = 0.0,
+    rtol: float = 0.0,
+) -> ModelDiff:
     """What changed from model ``a`` to model ``b``: paths, bytes, ``onnx.ModelProto`` or
     :class:`Model`; see :func:`onnx_explorer.model_diff.compare_models`. A side that cannot be
     opened raises an :class:`ExplorerError` saying which ("model a: ...")."""
+    from .model_diff import compare_models
+
     return compare_models(
         _open_side(a, "a"), _open_side(b, "b"), weights=weights, atol=atol, rtol=rtol
     )
 
 
-def _open_side(source, side: str) -> Model:  # type: ignore[no-untyped-def]
+def _open_side(source: str | os.PathLike[str] | bytes | Any, side: str) -> Model:
+    from .readers import load
+
     if isinstance(source, Model):
         return source
     try:
@@ -91,28 +150,61 @@ def _open_side(source, side: str) -> Model:  # type: ignore[no-untyped-def]
         raise ModelFormatError(f"model {side}: {exc}") from exc
 
 
-def explore(source, **options):  # type: ignore[no-untyped-def]
-    """Open a model in the notebook explorer; see :func:`onnx_explorer.widgets.explore`."""
-    from .widgets._explorer import explore as _explore
+def explore(
+    source: str | os.PathLike[str] | bytes | Any,
+    *,
+    external_data_dir: str | os.PathLike[str] | None = None,
+    max_nodes: int | None = None,
+    dims: Mapping[str, int] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> Explorer:
+    """Open a model (path, URL, bytes, ``onnx.ModelProto`` or a loaded :class:`Model`) in the
+    notebook explorer; see :func:`onnx_explorer.widgets.explore`."""
+    from .widgets import explore as _explore
 
-    return _explore(source, **options)
+    return _explore(
+        source,
+        external_data_dir=external_data_dir,
+        max_nodes=max_nodes,
+        dims=dims,
+        input_shapes=input_shapes,
+    )
 
 
-def explore_diff(a, b, **options):  # type: ignore[no-untyped-def]
+def explore_diff(
+    a: str | os.PathLike[str] | bytes | Any,
+    b: str | os.PathLike[str] | bytes | Any,
+    *,
+    weights: bool = True,
+    atol: float = 0.0,
+    rtol: float = 0.0,
+    external_data_dir: str | os.PathLike[str] | None = None,
+    max_nodes: int | None = None,
+) -> DiffExplorer:
     """Show what changed from model ``a`` to ``b``; see
-    :func:`onnx_explorer.widgets._diff_explorer.explore_diff`."""
-    from .widgets._diff_explorer import explore_diff as _explore_diff
+    :func:`onnx_explorer.widgets.explore_diff`."""
+    from .widgets import explore_diff as _explore_diff
 
-    return _explore_diff(a, b, **options)
+    return _explore_diff(
+        a,
+        b,
+        weights=weights,
+        atol=atol,
+        rtol=rtol,
+        external_data_dir=external_data_dir,
+        max_nodes=max_nodes,
+    )
 
 
-def load_ipython_extension(ip):  # type: ignore[no-untyped-def]
+def load_ipython_extension(ip: InteractiveShell) -> None:
+    """``%load_ext onnx_explorer``: registers ``%onnx_explore``, ``%onnx_summary`` and
+    ``%onnx_diff``."""
     from .ipython import load_ipython_extension as _load
 
     _load(ip)
 
 
-def unload_ipython_extension(ip):  # type: ignore[no-untyped-def]
+def unload_ipython_extension(ip: InteractiveShell) -> None:
     from .ipython import unload_ipython_extension as _unload
 
     _unload(ip)

@@ -6,6 +6,7 @@ read them. Nothing here knows about protobuf or any file format.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections import Counter
@@ -20,11 +21,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from .dtypes import DType, dtype
-from .errors import TensorDataError
+from .errors import ExplorerError, TensorDataError
 from .tensors import ArraySource, Tensor, TensorLocation
 
 if TYPE_CHECKING:
     from .external_data import DataFiles
+
+    # The convenience methods' parameter types, from the layers above (see Graph.to_dot).
+    from .views import ControlEdges, EdgeLabels, Overlay
+    from .weights import Stop
 
 Dim = int | str | None  # a fixed size, a symbolic name ("batch"), or unknown
 
@@ -449,20 +454,107 @@ class Graph:
             return ValueInfo(name, tensor.dtype_name, tensor.dtype_name, tensor.shape)
         return None
 
-    # -- drawing: the work is in views, above the model (see Facades) -----------------
-    def to_dot(self, **options: Any) -> str:
-        """DOT source of this graph's view; options as
-        :func:`~onnx_explorer.views._drawing.build_dot` (``expanded``, ``focus``, ``hops``,
-        ``max_nodes``, ``edge_labels``)."""
-        return _facades().to_dot(self, options)
+    # -- drawing: the work is in views, above the model ---------------------------------
+    # These methods import ``views`` when called: an upward edge, allowed by name in
+    # pyproject.toml's import contracts (the convenience edges). Their parameters are
+    # build_dot's, copied so that IDEs show them (tests/core/test_public_api.py keeps
+    # the copies equal).
+    def to_dot(
+        self,
+        *,
+        expanded: Iterable[str] | str | None = None,
+        focus: str | None = None,
+        hops: int = 2,
+        max_nodes: int = 800,
+        edge_labels: EdgeLabels = "both",
+        first_view_nodes: int = 300,
+        infer_shapes: bool | None = None,
+        control_edges: ControlEdges = "auto",
+        overlay: Overlay | None = None,
+    ) -> str:
+        """DOT source of this graph's view: see :func:`onnx_explorer.views.build_dot`."""
+        from .views import build_dot
 
-    def render_svg(self, *, timeout: float = 60.0, **options: Any) -> str:
-        """SVG of this graph's view, drawn by Graphviz (same options as :meth:`to_dot`)."""
-        return _facades().render_svg(self, timeout, options)
+        return build_dot(
+            self,
+            self.model,
+            expanded=expanded,
+            focus=focus,
+            hops=hops,
+            max_nodes=max_nodes,
+            edge_labels=edge_labels,
+            first_view_nodes=first_view_nodes,
+            infer_shapes=infer_shapes,
+            control_edges=control_edges,
+            overlay=overlay,
+        ).source
 
-    def save(self, path: str | Path, *, timeout: float = 60.0, **options: Any) -> Path:
-        """Write the view to ``path``: ``.svg``, ``.png`` or ``.dot``, chosen by the suffix."""
-        return _facades().save(self, path, timeout, options)
+    def render_svg(
+        self,
+        *,
+        timeout: float = 60.0,
+        expanded: Iterable[str] | str | None = None,
+        focus: str | None = None,
+        hops: int = 2,
+        max_nodes: int = 800,
+        edge_labels: EdgeLabels = "both",
+        first_view_nodes: int = 300,
+        infer_shapes: bool | None = None,
+        control_edges: ControlEdges = "auto",
+        overlay: Overlay | None = None,
+    ) -> str:
+        """SVG of this graph's view, drawn by Graphviz within ``timeout`` seconds (the
+        other parameters as :meth:`to_dot`)."""
+        from .views import build_dot, svg_from_result
+
+        result = build_dot(
+            self,
+            self.model,
+            expanded=expanded,
+            focus=focus,
+            hops=hops,
+            max_nodes=max_nodes,
+            edge_labels=edge_labels,
+            first_view_nodes=first_view_nodes,
+            infer_shapes=infer_shapes,
+            control_edges=control_edges,
+            overlay=overlay,
+        )
+        return svg_from_result(result, timeout=timeout)
+
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 60.0,
+        expanded: Iterable[str] | str | None = None,
+        focus: str | None = None,
+        hops: int = 2,
+        max_nodes: int = 800,
+        edge_labels: EdgeLabels = "both",
+        first_view_nodes: int = 300,
+        infer_shapes: bool | None = None,
+        control_edges: ControlEdges = "auto",
+        overlay: Overlay | None = None,
+    ) -> Path:
+        """Write the view to ``path``: ``.svg``, ``.png`` or ``.dot``, chosen by the suffix
+        (the other parameters as :meth:`render_svg`)."""
+        from .views import build_dot, save_result
+
+        result = build_dot(
+            self,
+            self.model,
+            expanded=expanded,
+            focus=focus,
+            hops=hops,
+            max_nodes=max_nodes,
+            edge_labels=edge_labels,
+            first_view_nodes=first_view_nodes,
+            infer_shapes=infer_shapes,
+            control_edges=control_edges,
+            overlay=overlay,
+        )
+        return save_result(result, path, timeout)
 
     def constants(self) -> dict[str, Tensor]:
         """Output name → value of Constant nodes (many exporters keep all weights there).
@@ -761,11 +853,26 @@ class Model:
         with self._observing:  # a second caller waits for the run under way
             found = self._observed.get(key)
             if found is None:
-                found = _facades().observed_types(self, dict(key))
+                found = self._run_for_types(dict(key))
                 if len(self._observed) >= 4:
                     self._observed.pop(next(iter(self._observed)))
                 self._observed[key] = found
             return found
+
+    def _run_for_types(self, input_shapes: Mapping[str, tuple[int, ...]]) -> InferredTypes:
+        if self.format != "onnx":
+            return InferredTypes({}, f"no onnxruntime run for {self.format} models")
+        try:  # a convenience edge up to runs (see pyproject.toml)
+            from .runs import observed_shapes
+        except ImportError as exc:  # onnx missing: nothing to run
+            return InferredTypes({}, f"no run: {exc}")
+        try:
+            found = observed_shapes(self, input_shapes)
+        except (ExplorerError, MemoryError, ValueError, OSError) as exc:
+            # onnxruntime missing, the run failed or timed out, absurd sizes
+            lines = str(exc).splitlines()
+            return InferredTypes({}, lines[0] if lines else type(exc).__name__)
+        return InferredTypes({id(self.graph): found})
 
     def function(self, domain: str, name: str) -> Function | None:
         return self._functions_by_key.get((domain, name))
@@ -821,17 +928,26 @@ class Model:
         *,
         progress: bool = True,
         sort: str | None = None,
-        stop: Any = None,
+        stop: Stop = None,
         dequantize: bool = False,
+        outlier_sigma: float = 50.0,
         as_list: bool = False,
-        **kwargs: Any,
+        weights: Iterable[WeightRef] | None = None,
     ) -> Any:
-        """Statistics and flags of every weight, one row per tensor (a DataFrame with pandas).
+        """Statistics and flags of every weight, one row per tensor (a DataFrame with pandas,
+        else a list of dicts): see :func:`onnx_explorer.weights.weights_report`."""
+        from .weights import weights_report  # a convenience edge up (see pyproject.toml)
 
-        See :func:`onnx_explorer.weights._report.weights_report`.
-        """
-        options = dict(progress=progress, sort=sort, stop=stop, dequantize=dequantize, **kwargs)
-        return _facades().weights_report(self, {**options, "as_list": as_list})
+        return weights_report(
+            self,
+            progress=progress,
+            sort=sort,
+            stop=stop,
+            dequantize=dequantize,
+            outlier_sigma=outlier_sigma,
+            as_list=as_list,
+            weights=weights,
+        )
 
     @property
     def nodes_total(self) -> int:
@@ -858,46 +974,6 @@ def _walk_graphs(graph: Graph) -> Iterator[Graph]:
         nodes = current.nodes
         children = [g for i in sorted(current.nodes_with_bodies()) for _, g in nodes[i].subgraphs()]
         stack.extend(reversed(children))
-
-
-# -- convenience methods: the work lives above the model ---------------------------------
-class Facades(Protocol):
-    """What :meth:`Graph.to_dot`, :meth:`Graph.render_svg`, :meth:`Graph.save` and
-    :meth:`Model.weights_report` hand their work to.
-
-    That work is in views and in the report, which import this module; so the model
-    imports neither (not even lazily) and :mod:`onnx_explorer.facades`, above both,
-    installs the implementation when the package is imported.
-    """
-
-    def to_dot(self, graph: Graph, options: dict[str, Any]) -> str: ...
-
-    def render_svg(self, graph: Graph, timeout: float, options: dict[str, Any]) -> str: ...
-
-    def save(
-        self, graph: Graph, path: str | Path, timeout: float, options: dict[str, Any]
-    ) -> Path: ...
-
-    def weights_report(self, model: Model, options: dict[str, Any]) -> Any: ...
-
-    def observed_types(
-        self, model: Model, input_shapes: Mapping[str, tuple[int, ...]]
-    ) -> InferredTypes: ...
-
-
-_FACADES: Facades | None = None
-
-
-def install_facades(facades: Facades) -> None:
-    """Set what the convenience methods delegate to (done by :mod:`onnx_explorer.facades`)."""
-    global _FACADES
-    _FACADES = facades
-
-
-def _facades() -> Facades:
-    if _FACADES is None:  # only when the package's __init__ did not run to its end
-        raise RuntimeError("the drawing and report methods need `import onnx_explorer` first")
-    return _FACADES
 
 
 def location_name(kind: str, holder: str = "initializer") -> str:

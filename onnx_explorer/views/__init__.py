@@ -1,1 +1,121 @@
-"""Pure views of a model: DOT building, rendering, tables, text and figures (no widgets)."""
+"""Pure views of a model: what is drawn, DOT text, rendering, tables, text and figures.
+
+No widgets and no notebook stack: the widgets, the command line and the model's own
+convenience methods (``graph.to_dot()``, ``graph.render_svg()``, ``graph.save()``) use the
+names below. Importing this package is cheap: Graphviz runs only when a view is rendered
+(``_render``, in a subprocess) and matplotlib is imported by ``_plots`` when a figure is
+first drawn.
+
+The jobs, one private module each: ``_drawing`` decides what is drawn (scopes, focus,
+budgets), ``_statements`` writes DOT syntax and ``_quoting`` escapes it; ``_render`` runs
+``dot`` and ``_layout`` plans a view that never fails (cheaper plans on timeout);
+``_overlay`` (status colours, ghost boxes) and ``_scale_overlay`` (a number per node) paint
+over a drawing, ``_recolour`` repaints a finished SVG; ``_index`` (edges of a graph),
+``_scopes`` (the name-scope tree), ``_edge_types`` (value types for labels), ``_labels``
+(node labels), ``_text`` (display text), ``_tables``, ``_plots`` and ``_summary_text``.
+"""
+
+from __future__ import annotations
+
+from ._drawing import (
+    CONTROL_EDGES,
+    DEFAULT_FIRST_VIEW,
+    DEFAULT_HOPS,
+    DEFAULT_MAX_NODES,
+    EDGE_LABELS,
+    MAX_NODES_LIMIT,
+    ControlEdges,
+    DotResult,
+    EdgeLabels,
+    build_dot,
+)
+from ._edge_types import ValueTypes, value_types
+from ._index import GraphIndex, graph_index
+from ._layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
+from ._overlay import PALETTE, Ghost, Overlay, Paint, Scale, status_overlay
+from ._plots import PANEL_FIGSIZE, figure_png, histogram_figure, stats_lines, warm_up
+from ._quoting import as_text, html_escape, one_line
+from ._recolour import recolour_svg
+from ._render import DEFAULT_TIMEOUT, save_result, svg_from_result
+from ._scale_overlay import REDUCES, Reduce, checked_values, scale_overlay
+from ._scopes import Scope, ScopeTree, scope_tree
+from ._summary_text import format_summary
+from ._tables import NodeIndex, SearchError, TensorRow, sort_rows, stats_rows, tensor_rows
+from ._text import (
+    TypeTextMode,
+    attribute_text,
+    dims_text,
+    model_name,
+    preview_values,
+    shape_text,
+    shorten,
+    tensor_text,
+    terminal_safe,
+    type_text,
+    value_text,
+)
+
+__all__ = [
+    "CONTROL_EDGES",
+    "DEFAULT_BUDGET",
+    "DEFAULT_FIRST_VIEW",
+    "DEFAULT_HOPS",
+    "DEFAULT_MAX_NODES",
+    "DEFAULT_TIMEOUT",
+    "EDGE_LABELS",
+    "MAX_NODES_LIMIT",
+    "PALETTE",
+    "PANEL_FIGSIZE",
+    "REDUCES",
+    "Cancellation",
+    "ControlEdges",
+    "DotResult",
+    "Drawing",
+    "EdgeLabels",
+    "Ghost",
+    "GraphIndex",
+    "NodeIndex",
+    "Overlay",
+    "Paint",
+    "Reduce",
+    "Scale",
+    "Scope",
+    "ScopeTree",
+    "SearchError",
+    "TensorRow",
+    "TypeTextMode",
+    "ValueTypes",
+    "ViewRequest",
+    "as_text",
+    "attribute_text",
+    "build_dot",
+    "checked_values",
+    "dims_text",
+    "draw",
+    "figure_png",
+    "format_summary",
+    "graph_index",
+    "histogram_figure",
+    "html_escape",
+    "model_name",
+    "one_line",
+    "preview_values",
+    "recolour_svg",
+    "save_result",
+    "scale_overlay",
+    "scope_tree",
+    "shape_text",
+    "shorten",
+    "sort_rows",
+    "stats_lines",
+    "stats_rows",
+    "status_overlay",
+    "svg_from_result",
+    "tensor_rows",
+    "tensor_text",
+    "terminal_safe",
+    "type_text",
+    "value_text",
+    "value_types",
+    "warm_up",
+]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .._gc_pause import paused_gc
 from ..model import Graph, Model, Node, ValueInfo
@@ -43,10 +43,15 @@ from ._labels import constant_attribute_label, schema_inputs, tensor_label
 from ._overlay import PALETTE, Ghost, Overlay, paint_for
 from ._quoting import as_text, one_line, shorten
 from ._scopes import Scope, ScopeTree, first_view, open_scopes, scope_tree
-from ._text import type_text
+from ._text import TypeTextMode, type_text
 
-EDGE_LABELS = ("none", "dtype", "shape", "both")
-CONTROL_EDGES = ("auto", "show", "hide")
+#: What each edge's label says: nothing, the element type, the shape, or both (the
+#: vocabulary of :func:`~onnx_explorer.views._text.type_text`, which writes the labels).
+EdgeLabels = TypeTextMode
+#: What becomes of edges that only order execution (GraphDef ``^name``): see :func:`build_dot`.
+ControlEdges = Literal["auto", "show", "hide"]
+EDGE_LABELS: tuple[EdgeLabels, ...] = get_args(EdgeLabels)
+CONTROL_EDGES: tuple[ControlEdges, ...] = get_args(ControlEdges)
 #: ``control_edges="auto"`` draws ordering-only edges when at most this many remain after
 #: bundling. A TF1 frozen graph sends one from every scope into a single NoOp: 84 of them
 #: made one 145-box layout take 50 s here, against 0.04 s without them.
@@ -99,10 +104,10 @@ def build_dot(
     focus: str | None = None,
     hops: int = DEFAULT_HOPS,
     max_nodes: int = DEFAULT_MAX_NODES,
-    edge_labels: str = "both",
+    edge_labels: EdgeLabels = "both",
     first_view_nodes: int = DEFAULT_FIRST_VIEW,
     infer_shapes: bool | None = None,
-    control_edges: str = "auto",
+    control_edges: ControlEdges = "auto",
     overlay: Overlay | None = None,
 ) -> DotResult:
     """Describe ``graph`` in DOT.
@@ -160,7 +165,7 @@ class _Builder:
         index: GraphIndex,
         tree: ScopeTree,
         types: ValueTypes | None,
-        edge_labels: str,
+        edge_labels: EdgeLabels,
         max_nodes: int,
     ) -> None:
         self.graph, self.model, self.index, self.tree = graph, model, index, tree
@@ -180,7 +185,7 @@ class _Builder:
         self.expanded: tuple[str, ...] = ()
         self.focus: str | None = None
         self.rep: Callable[[int], str | None] = self.node_ids.get
-        self.control_edges = "auto"
+        self.control_edges: ControlEdges = "auto"
         self.control_hidden = 0  # bundled control edges left out
         self.overlay: Overlay | None = None
         self.changes: dict[int, int] = {}  # id(scope) → overlay changes inside it

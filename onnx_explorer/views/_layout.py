@@ -18,7 +18,15 @@ from dataclasses import dataclass, replace
 
 from ..errors import GraphvizNotFoundError, LayoutCancelledError, LayoutTimeoutError, RenderError
 from ..model import Graph, Model
-from ._drawing import DEFAULT_FIRST_VIEW, DEFAULT_HOPS, DEFAULT_MAX_NODES, DotResult, build_dot
+from ._drawing import (
+    DEFAULT_FIRST_VIEW,
+    DEFAULT_HOPS,
+    DEFAULT_MAX_NODES,
+    ControlEdges,
+    DotResult,
+    EdgeLabels,
+    build_dot,
+)
 from ._index import FROM_INPUT, graph_index
 from ._overlay import Overlay
 from ._render import Layout, finish_svg, layout_variants
@@ -40,8 +48,8 @@ class ViewRequest:
     focus: str | None = None
     hops: int = DEFAULT_HOPS
     max_nodes: int = DEFAULT_MAX_NODES
-    edge_labels: str = "both"
-    control_edges: str = "auto"
+    edge_labels: EdgeLabels = "both"
+    control_edges: ControlEdges = "auto"
     first_view_nodes: int = DEFAULT_FIRST_VIEW
 
     def build(self, graph: Graph, model: Model | None, overlay: Overlay | None = None) -> DotResult:

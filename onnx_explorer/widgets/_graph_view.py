@@ -30,7 +30,13 @@ from ..errors import ExplorerError, LayoutCancelledError
 from ..model import Graph, Model, Node
 from ..readers.onnx import _inference_child as inference_child
 from ..views import _render as render
-from ..views._drawing import DEFAULT_HOPS, DEFAULT_MAX_NODES, DotResult
+from ..views._drawing import (
+    CONTROL_EDGES,
+    DEFAULT_HOPS,
+    DEFAULT_MAX_NODES,
+    EDGE_LABELS,
+    DotResult,
+)
 from ..views._index import graph_index
 from ..views._layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
 from ..views._overlay import Overlay
@@ -102,8 +108,8 @@ class GraphView(anywidget.AnyWidget):
     focus_node = traitlets.Unicode("").tag(sync=True)
     hops = traitlets.Int(DEFAULT_HOPS).tag(sync=True)
     max_nodes = traitlets.Int(DEFAULT_MAX_NODES).tag(sync=True)
-    edge_labels = traitlets.Unicode("both").tag(sync=True)
-    control_edges = traitlets.Unicode("auto").tag(sync=True)
+    edge_labels = traitlets.Enum(EDGE_LABELS, "both").tag(sync=True)
+    control_edges = traitlets.Enum(CONTROL_EDGES, "auto").tag(sync=True)
     control_hidden = traitlets.Int(0).tag(sync=True)  # control edges left out of the drawing
     matches = traitlets.List(traitlets.Unicode()).tag(sync=True)  # drawn ids of search hits
     match_total = traitlets.Int(0).tag(sync=True)  # search hits in the graph, drawn or not

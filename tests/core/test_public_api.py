@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import onnx_explorer
 
@@ -94,3 +97,92 @@ print(len(model.graph.nodes))
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "9"
+
+
+def test_lazy_names_are_what_type_checkers_see():
+    # The names imported on first use are also imported under TYPE_CHECKING (for mypy and
+    # IDEs) and listed in __all__: the three lists must agree.
+    source = Path(onnx_explorer.__file__).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    checked: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.level == 1:
+                    checked.update(alias.asname or alias.name for alias in statement.names)
+    lazy = set(onnx_explorer._LAZY)
+    assert lazy <= checked
+    assert lazy <= set(onnx_explorer.__all__)
+
+
+def test_import_is_light():
+    # `import onnx_explorer` imports neither onnx nor protobuf nor the notebook stack, and
+    # only a few of the package's own modules: the rest come on first use.
+    code = (
+        "import sys, onnx_explorer; "
+        "print(sorted(m for m in ('onnx', 'google.protobuf', 'IPython', 'ipywidgets', "
+        "'matplotlib', 'graphviz') if m in sys.modules)); "
+        "print(sum(m.startswith('onnx_explorer') for m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    heavy, count = result.stdout.split("\n")[:2]
+    assert heavy == "[]"
+    assert int(count) <= 30, f"import onnx_explorer imported {count} of its modules"
+
+
+def test_lazy_names_resolve_in_a_fresh_process():
+    code = (
+        "import onnx_explorer as ox; "
+        "print(ox.load.__module__, ox.run.__module__, ox.ModelDiff.__name__, "
+        "ox.weights_report_many.__name__, callable(ox.metrics), 'load' in dir(ox))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == [
+        "onnx_explorer.readers",
+        "onnx_explorer.runs._run",
+        "ModelDiff",
+        "weights_report_many",
+        "True",
+        "True",
+    ]
+
+
+def _keywords(function) -> dict[str, tuple[object, object]]:
+    """Keyword parameters → (default, annotation text) of ``function``."""
+    return {
+        p.name: (p.default, str(p.annotation))
+        for p in inspect.signature(function).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+
+
+def test_drawing_methods_take_build_dots_parameters():
+    # Graph.to_dot & co. copy build_dot's keyword parameters (so IDEs show them): the
+    # copies must not drift from the original.
+    from onnx_explorer.views import build_dot
+
+    expected = _keywords(build_dot)
+    assert _keywords(onnx_explorer.Graph.to_dot) == expected
+    timeout = {"timeout": (60.0, "float")}
+    assert _keywords(onnx_explorer.Graph.render_svg) == {**timeout, **expected}
+    assert _keywords(onnx_explorer.Graph.save) == {**timeout, **expected}
+
+
+def test_weights_report_method_takes_the_functions_parameters():
+    from onnx_explorer.weights import weights_report
+
+    assert _keywords(onnx_explorer.Model.weights_report) == _keywords(weights_report)
+
+
+def test_entry_points_take_the_widgets_parameters():
+    from onnx_explorer.widgets import explore, explore_diff
+
+    assert inspect.signature(onnx_explorer.explore).parameters.keys() == (
+        inspect.signature(explore).parameters.keys()
+    )
+    assert _keywords(onnx_explorer.explore) == _keywords(explore)
+    assert _keywords(onnx_explorer.explore_diff) == _keywords(explore_diff)
