@@ -2,6 +2,8 @@
 
 Names follow numpy / ml_dtypes (``float32``, ``bfloat16``, ``float8_e4m3fn``,
 ``int4``); sub-byte types are stored packed, low bits first, as ONNX does.
+Block-quantized types (:class:`BlockDType`, GGUF's ``Q4_K``) store a block of elements in
+a fixed number of bytes and decode to float32 a whole block at a time.
 """
 
 from __future__ import annotations
@@ -27,6 +29,42 @@ class DType:
     def storage_bytes(self, count: int) -> int:
         """Bytes needed to store ``count`` elements (Python ints: no overflow)."""
         return (count * self.bits + 7) // 8
+
+
+@dataclass(frozen=True)
+class BlockDType(DType):
+    """A block-quantized element type: blocks of ``block_size`` elements stored in
+    ``block_bytes`` bytes each (scales and packed values together, as GGUF's Q4_K).
+
+    The decoded values are float32 (``numpy``), computed a whole block at a time by the
+    reader's dequantization; the stored bytes cannot be decoded element by element, so
+    such a type is not in :data:`DTYPES` and :func:`decode_bytes` refuses it. ``bits`` is
+    the storage per element rounded up (Q4_K: 144 bytes per 256 elements, 4.5 → 5): only
+    :meth:`storage_bytes` is exact.
+    """
+
+    block_size: int = 1
+    block_bytes: int = 0
+
+    @property
+    def packed(self) -> bool:
+        return False  # blocks, not sub-byte elements several to a byte
+
+    def blocks(self, count: int) -> int:
+        """Blocks holding ``count`` elements (a partial last block takes a whole one)."""
+        return -(-count // self.block_size)
+
+    def storage_bytes(self, count: int) -> int:
+        """Bytes of the whole blocks holding ``count`` elements (Python ints: no overflow)."""
+        return self.blocks(count) * self.block_bytes
+
+
+def block_dtype(name: str, block_size: int, block_bytes: int) -> BlockDType:
+    """The block type ``name`` (``"Q4_K"``): ``block_size`` elements in ``block_bytes`` bytes."""
+    if block_size < 1 or block_bytes < 1:
+        raise ValueError(f"block type {name!r} needs positive block sizes")
+    bits = -(-block_bytes * 8 // block_size)
+    return BlockDType(name, np.dtype(np.float32), bits, True, block_size, block_bytes)
 
 
 def _d(name: str, np_dtype: object, bits: int, numeric: bool = True) -> DType:
@@ -78,8 +116,11 @@ def decode_bytes(buf: object, dt: DType, count: int) -> np.ndarray:
     """Decode ``count`` little-endian elements of ``dt`` from a bytes-like object.
 
     Returns a read-only view where the layout allows (no copy of mapped data);
-    packed sub-byte types are unpacked into one element per byte.
+    packed sub-byte types are unpacked into one element per byte. Block-quantized types
+    (:class:`BlockDType`) are decoded by their reader, not here.
     """
+    if isinstance(dt, BlockDType):
+        raise ValueError(f"{dt.name} is block-quantized: its reader dequantizes it")
     raw = np.frombuffer(buf, dtype=np.uint8)  # type: ignore[call-overload]
     if dt.bits == 8 and dt.name == "bool":
         return raw[:count].view(np.bool_)

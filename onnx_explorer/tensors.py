@@ -12,11 +12,11 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from .dtypes import DType, decode_bytes
+from .dtypes import BlockDType, DType, decode_bytes
 from .errors import ExplorerError, ExternalDataError, TensorDataError
 from .external_data import DataFiles, ExternalRef, parse_size_field, resolve_location
 from .sources import ByteSource
@@ -37,16 +37,21 @@ CHUNK_ELEMENTS = 1 << 22
 MAX_ELEMENTS = 1 << 48
 
 
+#: Where a tensor's bytes are (``TensorLocation.kind``).
+LocationKind = Literal["embedded", "typed", "external", "memory", "attribute"]
+
+
 @dataclass(frozen=True)
 class TensorLocation:
     """Where a tensor's bytes live, known without reading them.
 
     ``kind`` is one of ``"embedded"`` (raw bytes inside the model file),
     ``"typed"`` (typed value fields of the file format), ``"external"`` (a
-    separate data file) or ``"memory"`` (bytes of an in-memory model).
+    separate data file), ``"memory"`` (bytes of an in-memory model) or ``"attribute"``
+    (learned values kept in a node's attribute lists).
     """
 
-    kind: str
+    kind: LocationKind
     path: str | None = None
     offset: int | None = None
     length: int | None = None
@@ -247,6 +252,84 @@ class FileRange(BytesSource):
 
     def file_range(self, name: str) -> tuple[ByteSource, int, int]:
         return self._file, self._offset, self._length
+
+
+#: A reader's dequantization of a block-quantized type: the stored bytes of whole blocks
+#: (flat uint8) → their values (float32, ``block_size`` per block).
+BlockDecoder = Callable[[np.ndarray], np.ndarray]
+
+
+class BlockBytes(FileRange):
+    """Block-quantized values (:class:`~.dtypes.BlockDType`) at a range of a file.
+
+    Values are read and dequantized a run of whole blocks at a time by the reader's
+    ``dequantize``: streaming (statistics, histograms, :meth:`Tensor.iter_chunks`) never
+    holds more than one chunk of blocks and its float32 values, and ``numpy()`` fills one
+    float32 array chunk by chunk. The stored bytes are what a diff compares first
+    (:meth:`BytesSource.stored_bytes`), as for any tensor stored as bytes.
+    """
+
+    def __init__(
+        self,
+        data_file: ByteSource,
+        offset: int,
+        length: int,
+        dequantize: BlockDecoder,
+        kind: str = "embedded",
+    ) -> None:
+        super().__init__(data_file, offset, length, kind)
+        self._dequantize = dequantize
+
+    @staticmethod
+    def _block_type(dt: DType, name: str) -> BlockDType:
+        if not isinstance(dt, BlockDType):
+            raise TensorDataError(f"tensor {name!r}: {dt.name} is not a block-quantized type")
+        return dt
+
+    def _decode(self, raw: np.ndarray, blocks: int, bt: BlockDType, name: str) -> np.ndarray:
+        try:
+            values = self._dequantize(raw)
+        except ExplorerError as exc:
+            raise _named(exc, name) from None
+        except Exception as exc:  # a corrupt block must stay this tensor's problem
+            raise TensorDataError(f"tensor {name!r}: cannot dequantize {bt.name}: {exc}") from None
+        flat = np.asarray(values, dtype=np.float32).reshape(-1)
+        if flat.size != blocks * bt.block_size:
+            raise TensorDataError(
+                f"tensor {name!r}: dequantizing {blocks} {bt.name} blocks gave {flat.size} "
+                f"values, not {blocks * bt.block_size}"
+            )
+        return flat
+
+    def _runs_of_blocks(
+        self, dt: DType, count: int, name: str, max_elements: int
+    ) -> Iterator[np.ndarray]:
+        """Dequantized values of whole blocks, at most ``max_elements`` (or one block) each."""
+        bt = self._block_type(dt, name)
+        data_file, offset, _ = self.file_range(name)
+        self._check_length(self._length, dt, count, name)  # whole blocks, as dtype × shape
+        per_run = max(1, max_elements // bt.block_size)
+        total = bt.blocks(count)
+        for first in range(0, total, per_run):
+            n = min(per_run, total - first)
+            raw = self._read(data_file, offset + first * bt.block_bytes, n * bt.block_bytes, name)
+            values = self._decode(raw, n, bt, name)
+            start = first * bt.block_size
+            yield values[: min(values.size, count - start)]  # a partial last block: its head
+
+    def array(self, dt: DType, count: int, name: str) -> np.ndarray:
+        out = np.empty(count, np.float32)
+        done = 0
+        for values in self._runs_of_blocks(dt, count, name, CHUNK_ELEMENTS):
+            out[done : done + values.size] = values
+            done += values.size
+        out.flags.writeable = False  # as a mapped array: numpy() values are shared
+        return out
+
+    def chunks(self, dt: DType, count: int, name: str, max_elements: int) -> Iterator[np.ndarray]:
+        for values in self._runs_of_blocks(dt, count, name, max_elements):
+            for start in range(0, values.size, max_elements):  # blocks larger than a chunk
+                yield values[start : start + max_elements]
 
 
 class ExternalBytes(BytesSource):
