@@ -138,13 +138,12 @@ def _checked_shapes(
         if declared is not None and len(declared) != len(sizes):
             raise ValueError(
                 f"input_shapes[{name!r}] has rank {len(sizes)}, the input is declared "
-                f"{inputs[name].shape_text}"
+                f"{declared} (rank {len(declared)})"
             )
         for d, s in zip(declared or (), sizes):
             if isinstance(d, int) and d >= 0 and d != s:
                 raise ValueError(
-                    f"input_shapes[{name!r}] = {sizes} disagrees with the declared "
-                    f"{inputs[name].shape_text}"
+                    f"input_shapes[{name!r}] = {sizes} disagrees with the declared {declared}"
                 )
         shapes[name] = sizes
     return shapes

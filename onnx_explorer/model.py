@@ -44,12 +44,6 @@ class ValueInfo:
     shape: tuple[Dim, ...] | None = None  # None: rank unknown
     doc_string: str = ""
 
-    @property
-    def shape_text(self) -> str:
-        if self.shape is None:
-            return "?"
-        return "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
-
 
 @dataclass(frozen=True)
 class SparseTensor:

@@ -1,6 +1,7 @@
 """A model's summary as plain data: what ``onnx-explorer summary`` and ``%onnx_summary`` show.
 
-:func:`onnx_explorer.views._summary_text.format_summary` writes it as text.
+:func:`onnx_explorer.views._summary_text.format_summary` writes it as text; counts and
+bytes stay numbers here (``views._text`` formats them).
 """
 
 from __future__ import annotations
@@ -84,38 +85,3 @@ def summarize(model: Model) -> dict[str, Any]:
         "weights_by_dtype": dict(sorted(by_dtype.items())),
         "weights_by_location": dict(sorted(by_location.items())),
     }
-
-
-def human_bytes(n: int) -> str:
-    if n < 0:  # a corrupt file's negative dims: shown as declared, not a crash
-        return "-" + human_bytes(-n)
-    if n >= 1024**6:  # declared, never stored: a file can claim any size
-        return f"{_scientific(n)} B"
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if value < 1024 or unit == "PB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
-def human_count(n: int) -> str:
-    if n < 0:
-        return "-" + human_count(-n)
-    if n >= 999_950 * 10**9:  # would print as 1000.0T
-        return _scientific(n)
-    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f}{unit}"
-    return str(n)
-
-
-def _scientific(n: int) -> str:
-    """``n`` as ``1.2e316`` in integer arithmetic: float(n) overflows past 1e308 and str(n)
-    refuses more than 4,300 digits."""
-    exponent = max(0, int((n.bit_length() - 1) * 0.30102999566398) - 1)
-    digits = n // 10**exponent  # two or three leading digits
-    while digits >= 100:
-        digits //= 10
-        exponent += 1
-    return f"{digits / 10:.1f}e{exponent + 1}"

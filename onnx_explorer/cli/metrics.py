@@ -7,8 +7,7 @@ import json
 from typing import Any
 
 from ..metrics import SERIES, Metrics, metrics
-from ..summary import human_bytes, human_count
-from ..views._text import shorten, terminal_safe
+from ..views._text import human_bytes, human_count, shorten, terminal_safe
 from ._common import add_common
 
 SORT_KEYS = ("macs", "params", "activation_bytes", "param_bytes", "name", "file")

@@ -8,8 +8,7 @@ import math
 import sys
 from typing import Any
 
-from ..summary import human_bytes
-from ..views._text import terminal_safe
+from ..views._text import human_bytes, number_text, shape_text, terminal_safe
 from ._common import add_common
 
 JSON_KEYS = (
@@ -32,9 +31,9 @@ def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return number_text(value, 4)
     if isinstance(value, tuple):
-        return "×".join(str(d) for d in value) or "scalar"
+        return shape_text(value)
     return terminal_safe(str(value))
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._gc_pause import paused_gc
 from ..errors import ExplorerError
-from ..model import Graph, Model, Node, ValueInfo
+from ..model import Dim, Graph, Model, Node, ValueInfo
 from ..stats import Dequantizer
 from ..tensors import Tensor
 from ..weights._quant import ConstantLookup, find_dequantization
@@ -80,12 +80,16 @@ def _progress(total: int) -> Any:
 
 
 # -- model fields ---------------------------------------------------------------------
-def _value_text(info: ValueInfo) -> str:
-    return f"{info.dtype or info.type or '?'}{info.shape_text}"
+def _dims(info: ValueInfo) -> list[Dim] | None:
+    return None if info.shape is None else list(info.shape)
 
 
 def model_changes(a: Model, b: Model) -> list[tuple[str, Any, Any]]:
-    """(field, old, new) for format, IR version, producer, opsets, metadata, inputs, outputs."""
+    """(field, old, new) for format, IR version, producer, opsets, metadata, inputs, outputs.
+
+    Values are data, not text: an input or output on one side only is ``"defined"`` on
+    that side; on both, its type (``"float32"``) and shape (a list of dims, None for an
+    unknown rank) are compared as fields of their own (``input x shape``)."""
     found: list[tuple[str, Any, Any]] = []
 
     def check(name: str, old: Any, new: Any) -> None:
@@ -107,10 +111,16 @@ def model_changes(a: Model, b: Model) -> list[tuple[str, Any, Any]]:
         ("input", a.graph.inputs, b.graph.inputs),
         ("output", a.graph.outputs, b.graph.outputs),
     ):
-        texts_a = {v.name: _value_text(v) for v in values_a}
-        texts_b = {v.name: _value_text(v) for v in values_b}
-        for name in [*texts_a, *(n for n in texts_b if n not in texts_a)]:
-            check(f"{kind} {name}", texts_a.get(name), texts_b.get(name))
+        infos_a = {v.name: v for v in values_a}
+        infos_b = {v.name: v for v in values_b}
+        for name in [*infos_a, *(n for n in infos_b if n not in infos_a)]:
+            info_a, info_b = infos_a.get(name), infos_b.get(name)
+            if info_a is None or info_b is None:
+                check(f"{kind} {name}", info_a and "defined", info_b and "defined")
+                continue
+            check(f"{kind} {name} type", info_a.dtype or info_a.type or None,
+                  info_b.dtype or info_b.type or None)  # fmt: skip
+            check(f"{kind} {name} shape", _dims(info_a), _dims(info_b))
     functions_a = {f.key: f for f in a.functions}
     functions_b = {f.key: f for f in b.functions}
     for function in sorted(set(functions_a) ^ set(functions_b)):

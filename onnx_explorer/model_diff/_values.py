@@ -169,10 +169,6 @@ class _Totals:
         return self.dot / math.sqrt(self.norm_a * self.norm_b)
 
 
-def _shape_text(shape: tuple[int, ...] | None) -> str:
-    return "?" if shape is None else "[" + ", ".join(str(d) for d in shape) + "]"
-
-
 def value_shape(
     tensor: Tensor, dq: Dequantizer | None, layout: tuple[int, ...] | None = None
 ) -> tuple[int, ...]:
@@ -241,7 +237,7 @@ def compare_tensors(
     same_type = a.dtype_name == b.dtype_name and dq_a is None and dq_b is None
     shape_a, shape_b = value_shape(a, dq_a, layout_a), value_shape(b, dq_b, layout_b)
     if shape_a != shape_b:
-        return change(error=f"shapes differ: {_shape_text(shape_a)} vs {_shape_text(shape_b)}")
+        return change(error=f"shapes differ: {list(shape_a)} vs {list(shape_b)}")
     if not values:
         return None if same_type else change()
     numeric = a.dtype_info.is_numeric and b.dtype_info.is_numeric

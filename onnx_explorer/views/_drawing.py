@@ -25,7 +25,6 @@ from typing import Any, Literal, get_args
 
 from .._gc_pause import paused_gc
 from ..model import Graph, Model, Node, ValueInfo
-from ..summary import human_count
 from ..tensors import Tensor
 from . import _statements as dot
 from ._edge_types import ValueTypes, value_types
@@ -41,9 +40,9 @@ from ._index import (
 )
 from ._labels import constant_attribute_label, schema_inputs, tensor_label
 from ._overlay import PALETTE, Ghost, Overlay, paint_for
-from ._quoting import as_text, one_line, shorten
+from ._quoting import one_line
 from ._scopes import Scope, ScopeTree, first_view, open_scopes, scope_tree
-from ._text import TypeTextMode, type_text
+from ._text import TypeTextMode, as_text, human_count, plural, shorten, type_text
 
 #: What each edge's label says: nothing, the element type, the shape, or both (the
 #: vocabulary of :func:`~onnx_explorer.views._text.type_text`, which writes the labels).
@@ -351,7 +350,7 @@ class _Builder:
 
     def _scope_heading(self, scope: Scope) -> str:
         changes = self.changes.get(id(scope), 0)
-        extra = f" · {_changes_text(changes)}" if changes else ""
+        extra = f" · {plural(changes, 'change')}" if changes else ""
         return one_line(f"{scope.label} · {scope.node_count:,} nodes{extra}", LABEL_CHARS)
 
     def _scope_lines(self, scope: Scope) -> list[str]:
@@ -364,7 +363,7 @@ class _Builder:
             lines.append(one_line(" ".join(f"{op}×{n}" for op, n in ops), LABEL_CHARS))
         changes = self.changes.get(id(scope), 0)
         if changes:
-            lines.append(_changes_text(changes))
+            lines.append(plural(changes, "change"))
         extra = self.overlay.scope_titles.get(scope.path) if self.overlay is not None else None
         if extra:
             lines.append(one_line(extra, LABEL_CHARS))
@@ -397,7 +396,7 @@ class _Builder:
         ]
         changes = self.changes.get(id(scope), 0)
         if changes:
-            title.insert(2, _changes_text(changes))
+            title.insert(2, plural(changes, "change"))
         extra = self.overlay.scope_titles.get(scope.path) if self.overlay is not None else None
         if extra:
             title.append(_titled(extra))
@@ -794,10 +793,6 @@ class _Builder:
             _locate=locate,
             control_hidden=self.control_hidden,
         )
-
-
-def _changes_text(count: int) -> str:
-    return f"{count:,} change{'s' if count != 1 else ''}"
 
 
 def _common_scope(scopes: list[Scope]) -> Scope:

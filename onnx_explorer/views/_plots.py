@@ -27,7 +27,7 @@ from ..stats import (
     tensor_stats,
     tensor_values,
 )
-from ._tables import share_text
+from ._text import number_text, plain_text, share_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -35,36 +35,19 @@ if TYPE_CHECKING:
     from ..model import Graph, Node
     from ..tensors import Tensor
 
-_TITLE_CHARS = 90
 _COLOR = "#4c72b0"
 #: Elements per aligned chunk when reducing per channel (multiples of a channel slice).
 _CHANNEL_CHUNK = 1 << 18
-
-
-def plain_text(text: str, limit: int = _TITLE_CHARS) -> str:
-    """``text`` made safe for a matplotlib label: no mathtext, control characters shown, short."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    if len(text) > limit:
-        half = (limit - 1) // 2
-        text = text[:half] + "…" + text[-half:]
-    return text.replace("$", r"\$")
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{value:.4g}"
 
 
 def stats_lines(stats: TensorStats) -> list[str]:
     """The statistics as short lines for a legend."""
     lines = [
         f"n = {stats.count:,}",
-        f"min = {_fmt(stats.min)}   max = {_fmt(stats.max)}",
-        f"mean = {_fmt(stats.mean)}   std = {_fmt(stats.std)}",
-        f"p1 / p50 / p99 = {_fmt(stats.p1)} / {_fmt(stats.p50)} / {_fmt(stats.p99)}"
+        f"min = {number_text(stats.min, 4)}   max = {number_text(stats.max, 4)}",
+        f"mean = {number_text(stats.mean, 4)}   std = {number_text(stats.std, 4)}",
+        "p1 / p50 / p99 = "
+        + " / ".join(number_text(p, 4) for p in (stats.p1, stats.p50, stats.p99))
         + ("" if stats.exact_percentiles else " (sampled)"),
         f"zeros = {share_text(round(stats.zeros * stats.count), stats.count)}",
     ]

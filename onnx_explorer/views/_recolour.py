@@ -18,8 +18,8 @@ from typing import Any
 from ..model import Graph
 from ._drawing import TITLE_NAME_CHARS, DotResult
 from ._overlay import Overlay, paint_for
-from ._quoting import as_text, shorten
 from ._statements import op_fill, scope_fill
+from ._text import as_text, shorten
 
 _BOX = re.compile(
     r'(<g id="([ns]\d+)" class="node">\s*<title>)(.*?)(</title>\s*<(?:polygon|path|ellipse) '

@@ -14,15 +14,13 @@ theme's invert filter turns them into dark fills with light text.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from ..model import Graph
-from ..summary import human_bytes, human_count
 from ._overlay import Overlay, Scale
-from ._quoting import as_text
 from ._scopes import scope_tree
+from ._text import MISSING, as_text, overlay_value_text
 
 Reduce = Literal["sum", "max"]
 REDUCES: tuple[str, ...] = ("sum", "max")
@@ -68,22 +66,6 @@ def _number(name: Any, value: Any) -> float | None:
     return number  # +inf allowed: an error that overflowed is the worst there is
 
 
-def value_text(value: float | None, name: str) -> str:
-    """A value in human units: bytes for ``*bytes`` series, ms for latencies, else counts."""
-    if value is None:
-        return "no value"
-    if math.isinf(value):
-        return "∞"
-    lowered = name.lower()
-    if "bytes" in lowered:
-        return human_bytes(round(value))
-    if "ms" in re.split(r"[^a-z]+", lowered) or "latency" in lowered:
-        return f"{value:.3g} ms"
-    if value == int(value):
-        return human_count(int(value))
-    return f"{value:.3g}"
-
-
 def colour_at(t: float) -> str:
     """The fill at ``t`` in [0, 1] of the scale, in 256 steps (as matplotlib's colormaps)."""
     return _STEPS[round(min(max(t, 0.0), 1.0) * (LEVELS - 1))]
@@ -114,7 +96,7 @@ class _Titles(Mapping[str, str]):
 
     def __getitem__(self, key: str) -> str:
         name = self._names[key]  # KeyError for a name not in the graph
-        return f"{self._label}: {value_text(self._values.get(name), self._label)}"
+        return f"{self._label}: {overlay_value_text(self._values.get(name), self._label)}"
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
@@ -197,16 +179,17 @@ def scale_overlay(
     scope_mapper = _Mapper(totals.values(), log) if reduce == "sum" else mapper
     for path, total in totals.items():
         scope_styles[path] = scope_mapper.fill(total) or "#ffffff"
-        scope_titles[path] = f"{word} {name}: {value_text(total, name)}"
+        scope_titles[path] = f"{word} {name}: {overlay_value_text(total, name)}"
     missing = sum(1 for n in names if own.get(n) is None)
     notes = [f"{missing:,} nodes without a value"] if missing else []
     if totals and scope_mapper is not mapper:
-        low, high = value_text(scope_mapper.low, name), value_text(scope_mapper.high, name)
+        low = overlay_value_text(scope_mapper.low, name)
+        high = overlay_value_text(scope_mapper.high, name)
         notes.append(f"scopes (Σ) on their own scale: {low} – {high}")
     scale = Scale(
         title=name + (" (log)" if log else ""),
-        low=value_text(mapper.low, name) if own else "–",
-        high=value_text(mapper.high, name) if own else "–",
+        low=overlay_value_text(mapper.low, name) if own else MISSING,
+        high=overlay_value_text(mapper.high, name) if own else MISSING,
         colors=tuple(colour_at(k / (BAR_STOPS - 1)) for k in range(BAR_STOPS)),
         log=log,
         note=" · ".join(notes),
@@ -231,5 +214,4 @@ __all__ = [
     "colour_at",
     "scale_overlay",
     "scope_totals",
-    "value_text",
 ]

@@ -39,7 +39,7 @@ from .._gc_pause import paused_gc
 from ..model import Graph, scope_parts
 from ..tensors import Tensor
 from ._index import GraphIndex, graph_index
-from ._quoting import as_text, shorten
+from ._text import as_text, shorten
 
 #: Most items (drawn nodes + child scopes) a scope shows when expanded.
 SCOPE_ITEMS_MAX = 200

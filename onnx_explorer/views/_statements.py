@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ._overlay import Paint
-from ._quoting import dot_label, dot_string, html_text, shorten
+from ._quoting import dot_label, dot_string, html_text
+from ._text import shorten
 
 _FONT = "Helvetica,Arial,sans-serif"
 HEADER = f"""digraph G {{

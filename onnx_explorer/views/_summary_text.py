@@ -11,24 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..summary import human_bytes, human_count
-from ._text import terminal_safe
+from ._text import human_bytes, human_count, shape_list_text, shorten, terminal_safe
 
 #: Narrowest width free text is cut to, whatever the terminal says.
 MIN_WIDTH = 40
 
 
-def _shape_text(shape: list[Any] | None) -> str:
-    if shape is None:
-        return "?"
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-
-
 def _cut(line: str, width: int | None) -> str:
     if width is None:
         return line
-    width = max(width, MIN_WIDTH)
-    return line if len(line) <= width else line[: width - 1] + "…"
+    return shorten(line, max(width, MIN_WIDTH))
 
 
 def _op_count_lines(info: dict[str, Any]) -> list[str]:
@@ -84,7 +76,7 @@ def format_summary(info: dict[str, Any], width: int | None = None) -> str:
     for title, values in (("inputs", info["inputs"]), ("outputs", info["outputs"])):
         lines.append(f"{title}")
         for v in values:
-            lines.append(f"  {v['name']}  {v['type'] or '?'}  {_shape_text(v['shape'])}")
+            lines.append(f"  {v['name']}  {v['type'] or '?'}  {shape_list_text(v['shape'])}")
     lines.extend(_op_count_lines(info))
     # Lines already made safe are safe again: escaping leaves no control character behind.
     return "\n".join(terminal_safe(line) for line in lines)

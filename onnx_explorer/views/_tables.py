@@ -15,6 +15,7 @@ from ..errors import ExplorerError
 from ..model import Graph, Node, location_name
 from ..stats import SAMPLE_SIZE, TensorStats
 from ..tensors import Tensor
+from ._text import number_text, share_text
 
 
 class SearchError(ExplorerError, ValueError):
@@ -89,10 +90,6 @@ class TensorRow:
     location: str
     tensor: Tensor
 
-    @property
-    def shape_text(self) -> str:
-        return "×".join(str(d) for d in self.shape) if self.shape else "scalar"
-
 
 def tensor_rows(graph: Graph) -> list[TensorRow]:
     """Initializers, sparse initializers and Constant values of one graph."""
@@ -143,45 +140,18 @@ def sort_rows(rows: list[TensorRow], key: str = "size") -> list[TensorRow]:
 
 
 # -- statistics as the tensor panel shows them ------------------------------------------
-def _number(value: object) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
-def share_text(part: int, whole: int) -> str:
-    """``1,234 (12.3 %)``: a count and its share of ``whole``; never rounds a non-zero share to 0
-    or a partial one to 100."""
-    if whole <= 0:
-        return f"{part:,}"
-    percent = 100.0 * part / whole
-    if 0 < percent < 0.1:
-        shown = "<0.1"
-    elif 99.9 < percent < 100:
-        shown = ">99.9"
-    else:
-        shown = f"{percent:.1f}"
-    return f"{part:,} ({shown} %)"
-
-
 def stats_rows(stats: TensorStats, *, sample_size: int = SAMPLE_SIZE) -> list[tuple[str, str]]:
     """The user-facing statistics as (label, value) rows: no internal flags, zeros as a count
     and a percentage, NaN/Inf for float values, and a note when percentiles are sampled."""
     rows = [
-        ("min", _number(stats.min)),
-        ("max", _number(stats.max)),
-        ("mean", _number(stats.mean)),
-        ("std", _number(stats.std)),
-        ("largest |value|", _number(stats.abs_max)),
-        ("1st percentile", _number(stats.p1)),
-        ("median", _number(stats.p50)),
-        ("99th percentile", _number(stats.p99)),
+        ("min", number_text(stats.min)),
+        ("max", number_text(stats.max)),
+        ("mean", number_text(stats.mean)),
+        ("std", number_text(stats.std)),
+        ("largest |value|", number_text(stats.abs_max)),
+        ("1st percentile", number_text(stats.p1)),
+        ("median", number_text(stats.p50)),
+        ("99th percentile", number_text(stats.p99)),
         ("zeros", share_text(round(stats.zeros * stats.count), stats.count)),
     ]
     if stats.is_float or stats.nan or stats.inf:

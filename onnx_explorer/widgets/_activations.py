@@ -17,7 +17,7 @@ import ipywidgets as widgets
 from ..runs import CompareResult, RunFailedError, RunResult, TensorRecord, compare, run
 from ..stats import Histogram
 from ..views._scale_overlay import Reduce
-from ..views._text import shape_text
+from ..views._text import typed_shape_text
 from . import _html as h
 
 # The explorer is typed ``Any``: importing its class here, even for typing, would make
@@ -31,11 +31,12 @@ BINS = 48
 
 
 def model_source(explorer: Explorer) -> Any:
-    """What ``run`` reads for the explorer's model: its file, else its ModelProto."""
+    """What ``run`` reads for the explorer's model: the model (its format support gives
+    onnxruntime the whole model)."""
     model = explorer.model
-    if model.format != "onnx":
-        raise ValueError("only ONNX models can be run (this one is a TensorFlow GraphDef)")
-    return model.path if model.path is not None else model.source
+    if not model.support.runnable:
+        raise ValueError(f"only ONNX models can be run (this one is a {model.format} model)")
+    return model
 
 
 class ActivationPanel(widgets.VBox):
@@ -175,7 +176,7 @@ class ActivationPanel(widgets.VBox):
 
 
 def _record_html(record: TensorRecord, side: str = "") -> str:
-    head = h.title(f"{side}{record.name}  {record.dtype}[{shape_text(record.shape)}]")
+    head = h.title(f"{side}{record.name}  {typed_shape_text(record.dtype, record.shape)}")
     s = record.stats
     if s is None:
         return head + h.muted("no statistics for this type")

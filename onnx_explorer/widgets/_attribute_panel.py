@@ -12,8 +12,13 @@ from ..model import Graph, Model, Node
 from ..tensors import Tensor
 from ..views._edge_types import ValueTypes, value_types
 from ..views._quoting import as_text
-from ..views._scale_overlay import value_text as overlay_value_text
-from ..views._text import attribute_text, shorten, tensor_text, value_text
+from ..views._text import (
+    attribute_text,
+    overlay_value_text,
+    shorten,
+    tensor_text,
+    value_text,
+)
 from . import _html as h
 
 MAX_LINKS = 12

@@ -17,13 +17,20 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..errors import ExplorerError, ModelFormatError
+from ..errors import ExplorerError
 from ..model import Graph, Model, Node
-from ..readers import load
+from ..readers import open_side
 from ..tensors import Tensor
 from ..views._overlay import PALETTE, Ghost, Overlay, status_overlay
-from ..views._quoting import as_text, shorten
-from ..views._text import attribute_text, model_name, shape_text
+from ..views._text import (
+    MISSING,
+    as_text,
+    attribute_text,
+    model_name,
+    number_text,
+    shape_text,
+    shorten,
+)
 from . import _html as h
 from ._static import STATIC_DRAWING_WAIT, with_static_fallback
 
@@ -338,11 +345,11 @@ class DiffExplorer(widgets.VBox):
         ]
         summary = [
             ("bit-identical", "yes" if tc.bit_identical else "no"),
-            ("max |Δ|", _num(tc.max_abs)),
-            ("max relative Δ", _num(tc.max_rel)),
-            ("mean |Δ|", _num(tc.mean_abs)),
-            ("cosine similarity", _num(tc.cosine)),
-            ("elements differing", "—" if tc.differing is None else f"{tc.differing:,}"),
+            ("max |Δ|", number_text(tc.max_abs)),
+            ("max relative Δ", number_text(tc.max_rel)),
+            ("mean |Δ|", number_text(tc.mean_abs)),
+            ("cosine similarity", number_text(tc.cosine)),
+            ("elements differing", number_text(tc.differing)),
         ]
         head = h.title(f"tensor changed: {name}") + h.table(rows, ["", "a", "b"])
         if tc.compared:
@@ -464,38 +471,22 @@ def _attributes_table(a: Node | None, b: Node | None) -> str:
     names = list(dict.fromkeys([*(a.attributes if a else {}), *(b.attributes if b else {})]))
     rows = [("op", _op(a), _op(b), "" if _op(a) == _op(b) or a is None or b is None else "≠")]
     for name in names:
-        left = attribute_text(a.attributes[name]) if a and name in a.attributes else "—"
-        right = attribute_text(b.attributes[name]) if b and name in b.attributes else "—"
+        left = attribute_text(a.attributes[name]) if a and name in a.attributes else MISSING
+        right = attribute_text(b.attributes[name]) if b and name in b.attributes else MISSING
         rows.append((name, left, right, "≠" if left != right and a and b else ""))
     return h.title("attributes") + h.table(rows, ["", "a", "b", ""])
 
 
 def _op(node: Node | None) -> str:
-    return as_text(node.qualified_op) if node is not None else "—"
+    return as_text(node.qualified_op) if node is not None else MISSING
 
 
 def _shape(shape: tuple[int, ...] | None) -> str:
-    return "—" if shape is None else shape_text(shape)  # "—": the tensor is not on that side
-
-
-def _num(value: float | None) -> str:
-    return "—" if value is None else f"{value:.6g}"
+    return MISSING if shape is None else shape_text(shape)  # the tensor is not on that side
 
 
 def _short(value: Any) -> str:
     return shorten(as_text(value), 200)
-
-
-def _load_side(source: Any, side: str, external_data_dir: Any) -> Model:
-    """One side of the diff as a Model; a failure names the side."""
-    if isinstance(source, Model):
-        return source
-    try:
-        return load(source, external_data_dir=external_data_dir)
-    except ExplorerError as exc:
-        raise type(exc)(f"model {side}: {exc}") from exc
-    except (OSError, ValueError, TypeError) as exc:
-        raise ModelFormatError(f"model {side}: {exc}") from exc
 
 
 def explore_diff(
@@ -510,8 +501,8 @@ def explore_diff(
 ) -> DiffExplorer:
     """Compare two models (paths, bytes, ``onnx.ModelProto`` or Models) and show the diff:
     b drawn with what changed since a, the changes sorted by size, details on click."""
-    model_a = _load_side(a, "a", external_data_dir)
-    model_b = _load_side(b, "b", external_data_dir)
+    model_a = open_side(a, "a", external_data_dir=external_data_dir)
+    model_b = open_side(b, "b", external_data_dir=external_data_dir)
     from ..model_diff import compare_models  # the analysis, imported once there is work for it
 
     diff = compare_models(model_a, model_b, weights=weights, atol=atol, rtol=rtol)

@@ -8,9 +8,9 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..model import Model
-from ..summary import human_bytes, human_count, summarize
+from ..summary import summarize
 from ..views._quoting import as_text
-from ..views._text import shape_text
+from ..views._text import MISSING, human_bytes, human_count, shape_text
 from . import _html as h
 
 
@@ -99,7 +99,7 @@ class ModelPanel(widgets.VBox):
                 "format",
                 f"{info['format']}" + (f", IR {info['ir_version']}" if info["ir_version"] else ""),
             ),
-            ("producer", f"{info['producer']} {info['producer_version']}".strip() or "—"),
+            ("producer", f"{info['producer']} {info['producer_version']}".strip() or MISSING),
         ]
         if info["domain"]:
             meta.append(("domain", info["domain"]))
@@ -128,7 +128,7 @@ class ModelPanel(widgets.VBox):
                 (
                     v["name"],
                     v["type"] or "?",
-                    shape_text(tuple(v["shape"]) if v["shape"] is not None else None),
+                    shape_text(v["shape"]),
                 )
                 for v in info[title]
             ]

@@ -10,9 +10,8 @@ import traitlets
 
 from ..model import Graph
 from ..views._quoting import as_text
-from ..views._scale_overlay import value_text
 from ..views._tables import NodeIndex, SearchError
-from ..views._text import middle_cut
+from ..views._text import middle_cut, overlay_value_text
 from ._picking import QuietPicking
 
 PAGE_SIZE = 200
@@ -173,7 +172,7 @@ class NodeList(QuietPicking, widgets.VBox):
         # the whole name is in the attribute panel once the node is picked
         text = f"{middle_cut(name, ROW_NAME_CHARS)}   [{op_type}]"
         if self._values is not None:  # first: long names would push it out of sight
-            text = f"{value_text(self._values.get(name), self._value_name)}   {text}"
+            text = f"{overlay_value_text(self._values.get(name), self._value_name)}   {text}"
         return as_text(text)
 
     def _page_of(self, name: str | None) -> int:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import Model
-from ..summary import human_bytes, human_count, summarize
-from ..views._text import dims_text, model_name
+from ..summary import summarize
+from ..views._text import MISSING, human_bytes, human_count, model_name, shape_text
 from . import _html as h
 
 MAX_OPS = 20
@@ -36,27 +36,24 @@ def with_static_fallback(bundle: dict[str, Any], html: str) -> dict[str, Any]:
     return bundle
 
 
-def _shape(shape: list[object] | None) -> str:
-    """``1×3×320×320`` as everywhere else (a Python list read like code)."""
-    if shape is None:
-        return "?"
-    return dims_text(tuple(shape), dim_chars=40) if shape else "scalar"
-
-
 def static_html(model: Model, svg: str | None = None, note: str | None = None) -> str:
     """Escaped summary tables, then the SVG drawn by Graphviz (its text is escaped by dot)."""
     info = summarize(model)
     name = model_name(model)
     rows = [
         ("format", info["format"] + (f", IR {info['ir_version']}" if info["ir_version"] else "")),
-        ("producer", f"{info['producer']} {info['producer_version']}".strip() or "—"),
-        ("opsets", ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in info["opsets"].items()) or "—"),
+        ("producer", f"{info['producer']} {info['producer_version']}".strip() or MISSING),
+        ("opsets",
+         ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in info["opsets"].items()) or MISSING),
         ("nodes", f"{info['nodes']:,} (all graphs: {info['nodes_total']:,})"),
         ("weights", f"{human_count(info['parameters'])} parameters, "
                     f"{human_bytes(info['weight_bytes'])}"),
     ]  # fmt: skip
-    ios = [("input", v["name"], v["type"], _shape(v["shape"])) for v in info["inputs"]]
-    ios += [("output", v["name"], v["type"], _shape(v["shape"])) for v in info["outputs"]]
+    ios = [
+        (side, v["name"], v["type"], shape_text(v["shape"], dim_chars=40))
+        for side, values in (("input", info["inputs"]), ("output", info["outputs"]))
+        for v in values
+    ]
     ops = list(info["op_counts"].items())[:MAX_OPS]
     parts = [
         h.STYLE,

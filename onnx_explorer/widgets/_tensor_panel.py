@@ -16,11 +16,10 @@ import traitlets
 
 from ..errors import ExplorerError
 from ..model import Graph
-from ..summary import human_bytes
 from ..tensors import Tensor
 from ..views._quoting import as_text
 from ..views._tables import TensorRow, sort_rows, stats_rows, tensor_rows
-from ..views._text import preview_values, shape_text
+from ..views._text import human_bytes, preview_values, shape_text, typed_shape_text
 from . import _html as h
 from ._picking import QuietPicking
 
@@ -167,7 +166,7 @@ class TensorPanel(QuietPicking, widgets.VBox):
     @staticmethod
     def _label(row: TensorRow) -> str:
         return as_text(
-            f"{row.name}   {row.dtype} ⟨{row.shape_text}⟩  {human_bytes(row.nbytes)}"
+            f"{row.name}   {typed_shape_text(row.dtype, row.shape)}  {human_bytes(row.nbytes)}"
             f"  {row.location}"
         )
 

@@ -25,6 +25,7 @@ from onnx_explorer.readers.tensorflow.graphdef._read import (
     read_graphdef_bytes,
     read_graphdef_proto,
 )
+from onnx_explorer.views._text import attribute_text
 
 DATA = locations.DATA / "graphdef"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
@@ -324,20 +325,22 @@ def test_every_attribute_kind() -> None:
         "t": ("TYPE", "bfloat16"),
         "q": ("TYPE", "qint8"),
         "r": ("TYPE", "float32_ref"),
-        "shape": ("SHAPE", "[?, 3]"),
-        "any_shape": ("SHAPE", "?"),
+        "shape": ("SHAPE", (None, 3)),  # dims, as data: views write the text
+        "any_shape": ("SHAPE", None),
         "ss": ("STRINGS", ("a", "b")),
         "is": ("INTS", (1, 2)),
         "fs": ("FLOATS", (1.5,)),
         "bs": ("BOOLS", (False, True)),
         "ts": ("TYPES", ("int8", "float16")),
-        "shapes": ("SHAPES", ("[2]", "[]")),
+        "shapes": ("SHAPES", ((2,), ())),
         "funcs": ("FUNCS", (FunctionRef("g"),)),
         "func": ("FUNC", attrs["func"].value),
         "p": ("PLACEHOLDER", "T"),
         "empty": ("LIST", ()),
         "unset": ("UNDEFINED", None),
     }
+    shown = {k: attribute_text(attrs[k]) for k in ("shape", "any_shape", "shapes")}
+    assert shown == {"shape": "[?, 3]", "any_shape": "?", "shapes": "[[2], []]"}
     func = attrs["func"].value
     assert func.name == "f" and func.attributes["T"].value == "float32"
     assert str(func) == "f(T=float32)"

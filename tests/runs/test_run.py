@@ -343,7 +343,7 @@ def test_explorer_run_shows_the_selected_nodes_activations_and_jumps_to_the_nan(
     assert ex.selected_name == "divide_by_itself"
     assert "2 NaN" in panel.details.value and "<svg" in panel.details.value
     ex.select("relu")
-    assert "float32[1×4]" in panel.details.value and "NaN" in panel.details.value
+    assert "float32 ⟨1×4⟩" in panel.details.value and "NaN" in panel.details.value
     assert panel.overlay_values("non-finite") == {"relu": 0, "divide_by_itself": 2, "add": 2}
 
 

@@ -28,8 +28,8 @@ from onnx_explorer.views._scale_overlay import (
     colour_at,
     scale_overlay,
     scope_totals,
-    value_text,
 )
+from onnx_explorer.views._text import overlay_value_text as value_text
 from onnx_explorer.widgets import _graph_view as graph_view_module
 from onnx_explorer.widgets._explorer import Explorer
 

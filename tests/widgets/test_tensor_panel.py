@@ -14,7 +14,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_explorer as ox
 from onnx_explorer.stats import TensorStats
-from onnx_explorer.views._tables import share_text, stats_rows
+from onnx_explorer.views._tables import stats_rows
+from onnx_explorer.views._text import share_text
 from onnx_explorer.widgets._tensor_panel import TensorPanel
 
 

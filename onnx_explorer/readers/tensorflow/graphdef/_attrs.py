@@ -39,13 +39,6 @@ def shape_dims(shape: Any) -> tuple[Dim, ...] | None:
     return tuple(int(d.size) if d.size >= 0 else None for d in shape.dim)
 
 
-def shape_text(shape: Any) -> str:
-    dims = shape_dims(shape)
-    if dims is None:
-        return "?"
-    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
-
-
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -88,7 +81,7 @@ class AttrReader:
         if which == "type":
             return Attribute(key, "TYPE", tf_type_name(int(av.type)))
         if which == "shape":
-            return Attribute(key, "SHAPE", shape_text(av.shape))
+            return Attribute(key, "SHAPE", shape_dims(av.shape))
         if which == "tensor":
             name = tensor_owner if (tensor_owner and key == "value") else where
             return Attribute(key, "TENSOR", self.ctx.tensor(av.tensor, name))
@@ -120,7 +113,7 @@ class AttrReader:
             if field_name == "type":
                 return kind, tuple(tf_type_name(int(v)) for v in values)
             if field_name == "shape":
-                return kind, tuple(shape_text(s) for s in values)
+                return kind, tuple(shape_dims(s) for s in values)
             if field_name == "tensor":
                 return kind, tuple(
                     self.ctx.tensor(t, f"{where}[{i}]") for i, t in enumerate(values)
@@ -129,4 +122,4 @@ class AttrReader:
         return "LIST", ()
 
 
-__all__ = ["AttrReader", "FunctionRef", "shape_dims", "shape_text"]
+__all__ = ["AttrReader", "FunctionRef", "shape_dims"]

@@ -29,7 +29,7 @@ from ....external_data import DataFiles
 from ....model import Function, Graph, Model, Node, ValueInfo
 from ....tensors import Tensor
 from ..bundle._read import Bundle
-from ..graphdef._attrs import shape_dims, shape_text
+from ..graphdef._attrs import shape_dims
 from ..graphdef._build import model_from_graphdef
 from ..graphdef._tensors import TensorContext, tf_type_name
 
@@ -78,7 +78,10 @@ def _signature_values(meta: Any) -> tuple[list[ValueInfo], list[ValueInfo], dict
                 tensor = info.name or info.coo_sparse.values_tensor_name
                 dtype = tf_type_name(int(info.dtype)) if info.dtype else None
                 dims = shape_dims(info.tensor_shape) if info.HasField("tensor_shape") else None
-                typed = f" {dtype}{shape_text(info.tensor_shape)}" if dtype else ""
+                # Metadata is text: the reader writes the one line (``float32[?, 4]``).
+                declared = shape_dims(info.tensor_shape)
+                sizes = ", ".join("?" if d is None else str(d) for d in declared or ())
+                typed = f" {dtype}{'?' if declared is None else f'[{sizes}]'}" if dtype else ""
                 shown.append(f"{key}={tensor}{typed}")
                 value = _tensor_value(tensor)
                 doc = f"signature {sig_name!r}, {side[:-1]} {key!r}"
@@ -157,22 +160,11 @@ def _agrees(node: Node, tensor: Tensor) -> bool:
     dtype, shape = node.attributes.get("dtype"), node.attributes.get("shape")
     if dtype is not None and dtype.kind == "TYPE" and str(dtype.value) != tensor.dtype_name:
         return False
-    if shape is not None and shape.kind == "SHAPE":
-        dims = _shape_value(shape.value)
-        if dims is not None and dims != tuple(tensor.shape):
+    if shape is not None and shape.kind == "SHAPE" and isinstance(shape.value, tuple):
+        dims = shape.value  # None for unknown sizes: only a fully known shape can disagree
+        if all(isinstance(d, int) for d in dims) and dims != tuple(tensor.shape):
             return False
     return True
-
-
-def _shape_value(value: Any) -> tuple[int, ...] | None:
-    """A SHAPE attribute's dims when all are known (its text form ``[4, 8]``)."""
-    text = str(value).strip()
-    if not (text.startswith("[") and text.endswith("]")):
-        return None
-    parts = [p.strip() for p in text[1:-1].split(",") if p.strip()]
-    if not all(p.isdigit() for p in parts):
-        return None
-    return tuple(int(p) for p in parts)
 
 
 def _with_variables(
