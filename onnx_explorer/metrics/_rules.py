@@ -24,7 +24,9 @@ Conventions (the same as onnx-tool's for the ops that carry the compute):
 - Data movement and shape ops (Reshape, Transpose, Gather, Concat, Cast…) cost 0
   (:data:`FREE`). An op with no rule is *unknown* (its MACs None, listed in
   :attr:`~onnx_explorer.metrics.Metrics.unknown_ops`), never a silent 0; a missing
-  rule is one more entry in :data:`ONNX_RULES` or :data:`GRAPHDEF_RULES`.
+  rule is one more entry in :data:`ONNX_RULES`, :data:`GRAPHDEF_RULES` or
+  :data:`TFLITE_RULES` (TFLite: NHWC activations, CONV_2D weights OHWI,
+  DEPTHWISE_CONV_2D weights 1HWO, FULLY_CONNECTED weights (units, K)).
 - Nodes with bodies are counted by the walker (:mod:`.table`): If its larger branch,
   Loop its body times the trip count, Scan its body times the scanned length, and a
   call of a local function (or TensorFlow's ``PartitionedCall``) its body.
@@ -496,10 +498,95 @@ GRAPHDEF_RULES: dict[str, Rule] = {
 }
 
 
+# -- TFLite (NHWC activations; CONV_2D weights OHWI, DEPTHWISE_CONV_2D 1HWO) ----------------
+def _tfl_conv(s: NodeShapes) -> int | None:
+    """CONV_2D: output elements × KH·KW·(input channels per group); W is (O, KH, KW, I/g).
+    Bias (input 2) one more per output element."""
+    out, w = elements(s.output(0)), s.input(1)
+    if out is None or w is None or len(w) != 4:
+        return None
+    return _with_bias(out * w[1] * w[2] * w[3], s, 2)
+
+
+def _tfl_depthwise(s: NodeShapes) -> int | None:
+    """DEPTHWISE_CONV_2D: output elements × KH·KW; W is (1, KH, KW, C·multiplier)."""
+    out, w = elements(s.output(0)), s.input(1)
+    if out is None or w is None or len(w) != 4:
+        return None
+    return _with_bias(out * w[1] * w[2], s, 2)
+
+
+def _tfl_fully_connected(s: NodeShapes) -> int | None:
+    """FULLY_CONNECTED: output elements × K; W is (units, K) (the default weights format)."""
+    out, w = elements(s.output(0)), s.input(1)
+    if out is None or w is None or len(w) != 2:
+        return None
+    return _with_bias(out * w[1], s, 2)
+
+
+def _tfl_batch_matmul(s: NodeShapes) -> int | None:
+    """BATCH_MATMUL: output elements × K, K the shared dim of x (``adj_x``: its rows)."""
+    out, x = elements(s.output(0)), s.input(0)
+    if out is None or x is None or len(x) < 2:
+        return None
+    return out * (x[-2] if s.attr("adj_x", False) else x[-1])
+
+
+def _tfl_transpose_conv(s: NodeShapes) -> int | None:
+    """TRANSPOSE_CONV (output_shape, W (O, KH, KW, I), x, bias): each input element
+    scatters into O·KH·KW outputs; the bias (input 3) one more per output element."""
+    x, w = elements(s.input(2)), s.input(1)
+    if x is None or w is None or len(w) != 4:
+        return None
+    return _with_bias(x * w[0] * w[1] * w[2], s, 3)
+
+
+def _tfl_pool(s: NodeShapes) -> int | None:
+    out, fh, fw = elements(s.output(0)), s.attr("filter_height"), s.attr("filter_width")
+    if out is None or not isinstance(fh, int) or not isinstance(fw, int):
+        return None
+    return out * fh * fw
+
+
+TFL_ELEMENTWISE = _names(
+    "ABS ADD ADD_N CEIL COS DEQUANTIZE DIV ELU EQUAL EXP FLOOR FLOOR_DIV FLOOR_MOD GELU "
+    "GREATER GREATER_EQUAL HARD_SWISH LEAKY_RELU LESS LESS_EQUAL LOG LOGICAL_AND LOGICAL_NOT "
+    "LOGICAL_OR LOGISTIC MAXIMUM MINIMUM MUL NEG NOT_EQUAL POW PRELU QUANTIZE RELU RELU6 "
+    "RELU_0_TO_1 RELU_N1_TO_1 ROUND RSQRT SELECT SELECT_V2 SIGN SIN SQRT SQUARE "
+    "SQUARED_DIFFERENCE SUB TANH"
+)
+TFL_FREE = _names(
+    "ASSIGN_VARIABLE BATCH_TO_SPACE_ND BROADCAST_TO CALL_ONCE CAST CONCATENATION DEPTH_TO_SPACE "
+    "EXPAND_DIMS FILL GATHER GATHER_ND PACK PAD PADV2 READ_VARIABLE RESHAPE REVERSE_V2 SHAPE "
+    "SLICE SPACE_TO_BATCH_ND SPACE_TO_DEPTH SPLIT SPLIT_V SQUEEZE STRIDED_SLICE TILE TRANSPOSE "
+    "UNPACK VAR_HANDLE ZEROS_LIKE"
+)
+TFL_REDUCTIONS = _names("MEAN REDUCE_MAX REDUCE_MIN REDUCE_PROD SUM")
+
+#: op_type → rule for TFLite models (builtin operator names; custom ops have no rule).
+TFLITE_RULES: dict[str, Rule] = {
+    **dict.fromkeys(TFL_ELEMENTWISE, _per_output(1)),
+    **dict.fromkeys(TFL_FREE, _free),
+    **dict.fromkeys(TFL_REDUCTIONS, _per_input),
+    "SOFTMAX": _per_output(3),
+    "LOG_SOFTMAX": _per_output(3),
+    "CONV_2D": _tfl_conv,
+    "DEPTHWISE_CONV_2D": _tfl_depthwise,
+    "FULLY_CONNECTED": _tfl_fully_connected,
+    "BATCH_MATMUL": _tfl_batch_matmul,
+    "TRANSPOSE_CONV": _tfl_transpose_conv,
+    "AVERAGE_POOL_2D": _tfl_pool,
+    "MAX_POOL_2D": _tfl_pool,
+    "L2_POOL_2D": _tfl_pool,
+}
+
+
 def rule_for(node: Node, graph_format: str) -> Rule | None:
     """The node's MAC rule; None for an ONNX op without one (its MACs are unknown).
     GraphDef ops without a rule cost 0: TensorFlow graphs are mostly bookkeeping ops."""
     if graph_format == "graphdef":
         return GRAPHDEF_RULES.get(node.op_type, _free)
+    if graph_format == "tflite":
+        return TFLITE_RULES.get(node.op_type) if node.domain == "" else None
     domain = "" if node.domain == "ai.onnx" else node.domain
     return ONNX_RULES.get((domain, node.op_type))

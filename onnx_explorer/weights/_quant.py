@@ -28,6 +28,10 @@ that statistics and histograms accept::
     dq.describe()                 # 'per-axis (axis 0, 64 scales) from QLinearConv ...'
     weight.stats(dequantize=dq)   # statistics of (q - zero_point) * scale
 
+A tensor whose file stores its quantization parameters with it (TFLite: per-tensor or
+per-axis ``scale`` / ``zero_point``, see :class:`StoredParameters`) is dequantized by
+those, whatever consumes it (:func:`stored_dequantization`).
+
 ``apply`` works on any run of flat elements (it maps each flat position to its
 channel or block from the shape), so dequantization streams with the chunks.
 """
@@ -38,6 +42,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
@@ -347,6 +352,71 @@ def _domain(node: Node) -> str:
 _WIDE_FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 
+class StoredParameters(Protocol):
+    """Quantization parameters a file stores beside the tensor itself (TFLite's
+    QuantizationParameters): a tensor with them has a ``quantization`` attribute holding
+    ``scale`` (one, or one per channel of ``axis``) and ``zero_point`` (as many, one, or
+    none for 0). They are the tensor's own; no consumer needs to be found."""
+
+    @property
+    def scale(self) -> np.ndarray: ...
+
+    @property
+    def zero_point(self) -> np.ndarray: ...
+
+    @property
+    def axis(self) -> int: ...
+
+
+@dataclass(frozen=True, eq=False)
+class StoredDequantization(Dequantization):
+    """A :class:`Dequantization` whose parameters the file stores with the tensor."""
+
+    def describe(self) -> str:
+        return f"{super().describe()}, stored with the tensor"
+
+
+def stored_dequantization(
+    tensor: Tensor, shape: tuple[int, ...] | None = None
+) -> Dequantization | None:
+    """The dequantization a tensor's own stored parameters say (:class:`StoredParameters`),
+    or None when it carries none. Raises :class:`TensorDataError` when they do not fit it."""
+    params = getattr(tensor, "quantization", None)
+    scale = getattr(params, "scale", None)
+    if not isinstance(scale, np.ndarray) or scale.size == 0:
+        return None
+    if tensor.dtype_name in _WIDE_FLOATS:
+        return None  # real numbers already (a float tensor's calibration range)
+    assert params is not None
+    shape = tuple(tensor.shape) if shape is None else shape
+    name = tensor.name
+    if scale.size > _MAX_PARAM_ELEMENTS:
+        raise TensorDataError(f"tensor {name!r}: {scale.size} stored scales: too many")
+    scale = np.asarray(scale, np.float32).reshape(-1)
+    zp = np.asarray(getattr(params, "zero_point", np.zeros(0))).reshape(-1)
+    zero_point = zp.astype(np.float32) if zp.size and zp.any() else None
+    if zero_point is not None and zero_point.size not in (1, scale.size):
+        raise TensorDataError(
+            f"tensor {name!r}: {zero_point.size} stored zero points for {scale.size} scales"
+        )
+    if scale.size == 1:
+        return StoredDequantization(
+            tensor=name, shape=shape, scale=scale.reshape(()),
+            zero_point=None if zero_point is None else zero_point[:1].reshape(()),
+        )  # fmt: skip
+    axis = int(getattr(params, "axis", 0))
+    if not 0 <= axis < len(shape) or shape[axis] != scale.size:
+        raise TensorDataError(
+            f"tensor {name!r}: {scale.size} stored scales along axis {axis} do not fit its "
+            f"shape {list(shape)}"
+        )
+    if zero_point is not None and zero_point.size == 1:
+        zero_point = np.broadcast_to(zero_point, scale.shape)
+    return StoredDequantization(
+        tensor=name, shape=shape, scale=scale, zero_point=zero_point, axis=axis
+    )
+
+
 def find_dequantization(
     graph: Graph,
     name: str,
@@ -365,6 +435,10 @@ def find_dequantization(
     """
     lookup = lookup or ConstantLookup()
     tensor = lookup.tensor(graph, name)
+    if tensor is not None:  # parameters stored with the tensor (TFLite) are its own
+        stored = stored_dequantization(tensor, shape)
+        if stored is not None:
+            return stored
     if shape is None:
         if tensor is None:
             return None
@@ -753,6 +827,9 @@ __all__ = [
     "Dequantization",
     "NBitsDequantization",
     "ScaleUnknownError",
+    "StoredDequantization",
+    "StoredParameters",
     "dequantization_for",
     "find_dequantization",
+    "stored_dequantization",
 ]

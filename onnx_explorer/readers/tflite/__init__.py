@@ -1,0 +1,51 @@
+"""TensorFlow Lite / LiteRT flatbuffers (``.tflite``) → the neutral model.
+
+Parsed with the ``tflite`` schema package (generated flatbuffer accessors), bounded and
+checked against hostile files (:mod:`._flat`); buffers stay in the file (mapped, read
+by range). The mapping onto the neutral model is described in :mod:`._build`.
+
+Importing this package imports neither ``tflite`` nor ``flatbuffers``:
+:func:`looks_like_tflite` needs neither, and the readers import them when first called.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._parse import IDENTIFIER, looks_like_tflite
+
+if TYPE_CHECKING:
+    from ._build import QuantizedTensor, SubgraphRef
+    from ._read import read_tflite_bytes, read_tflite_file, read_tflite_source
+
+_LAZY = {
+    "read_tflite_bytes": "._read",
+    "read_tflite_file": "._read",
+    "read_tflite_source": "._read",
+    "QuantizedTensor": "._build",
+    "SubgraphRef": "._build",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __name__), name)
+
+
+#: Suffixes TFLite files are stored under (for the readers' format table).
+SUFFIXES = (".tflite", ".lite")
+
+__all__ = [
+    "IDENTIFIER",
+    "SUFFIXES",
+    "QuantizedTensor",
+    "SubgraphRef",
+    "looks_like_tflite",
+    "read_tflite_bytes",
+    "read_tflite_file",
+    "read_tflite_source",
+]

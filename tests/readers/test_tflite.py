@@ -1,0 +1,475 @@
+"""The TFLite reader against independent references: the ``tflite`` schema package's own
+accessors (``Buffer.DataAsNumpy()``, ``QuantizationParameters.ScaleAsNumpy()``...), LiteRT's
+interpreter when installed, hand-computed MACs; and hostile variants of real and built files."""
+
+from __future__ import annotations
+
+import random
+import struct
+import time
+from pathlib import Path
+from typing import Any
+
+import flatbuffers
+import numpy as np
+import pytest
+import tflite
+from locations import CORPUS
+
+from onnx_explorer.errors import ModelFormatError
+from onnx_explorer.metrics import metrics
+from onnx_explorer.model import Model
+from onnx_explorer.readers.tflite import (
+    QuantizedTensor,
+    looks_like_tflite,
+    read_tflite_bytes,
+    read_tflite_file,
+)
+from onnx_explorer.weights import find_dequantization
+
+JARVIS = CORPUS / "other_formats" / "hey_jarvis.tflite"
+OPNAMES = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
+TYPES = {v: k.lower() for k, v in vars(tflite.TensorType).items() if not k.startswith("_")}
+
+
+def _reference(data: bytes) -> Any:
+    return tflite.Model.GetRootAs(data, 0)
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for n in names:
+        k, name = 0, n
+        while name in seen:
+            k += 1
+            name = f"{n}#{k}"
+        seen.add(name)
+        out.append(name)
+    return out
+
+
+def _subgraph_graphs(model: Model) -> list[Any]:
+    return [model.graph, *(f.graph for f in model.functions)]
+
+
+@pytest.fixture(scope="module")
+def jarvis() -> Model:
+    return read_tflite_file(JARVIS)
+
+
+# -- the real model against the tflite package's accessors ---------------------------------
+def test_every_tensor_matches_the_schema_accessors(jarvis: Model) -> None:
+    data = JARVIS.read_bytes()
+    ref = _reference(data)
+    graphs = _subgraph_graphs(jarvis)
+    assert len(graphs) == ref.SubgraphsLength() == 2
+    checked = 0
+    for k, graph in enumerate(graphs):
+        sub = ref.Subgraphs(k)
+        names = _unique([sub.Tensors(j).Name().decode() for j in range(sub.TensorsLength())])
+        for j, name in enumerate(names):
+            t = sub.Tensors(j)
+            shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+            data_ref = ref.Buffers(t.Buffer()).DataAsNumpy()
+            q = t.Quantization()
+            if isinstance(data_ref, np.ndarray) and data_ref.size:
+                tensor = graph.initializers[name]
+                assert tensor.dtype_name == TYPES[t.Type()]
+                assert tuple(tensor.shape) == shape
+                assert tensor.numpy().tobytes() == data_ref.tobytes()
+                loc = tensor.location
+                assert loc.offset is not None and data[loc.offset : loc.offset + loc.length] == (
+                    data_ref.tobytes()
+                )
+                if q is not None and q.ScaleLength():
+                    assert isinstance(tensor, QuantizedTensor)
+                    np.testing.assert_array_equal(tensor.quantization.scale, q.ScaleAsNumpy())
+                    np.testing.assert_array_equal(
+                        tensor.quantization.zero_point, q.ZeroPointAsNumpy()
+                    )
+                    assert tensor.quantization.axis == q.QuantizedDimension()
+                checked += 1
+            else:
+                info = graph.value_info[name]
+                assert info.shape == shape
+                if t.Type() == tflite.TensorType.RESOURCE:
+                    assert info.dtype is None and info.type == "resource"
+                else:
+                    assert info.dtype == TYPES[t.Type()]
+                if q is not None and q.ScaleLength() == 1:
+                    assert f"scale {float(q.ScaleAsNumpy()[0]):.6g}" in info.doc_string
+                    assert f"zero point {int(q.ZeroPointAsNumpy()[0])}" in info.doc_string
+    assert checked == 31 + 6
+
+
+def test_operators_and_their_counts_match(jarvis: Model) -> None:
+    ref = _reference(JARVIS.read_bytes())
+    for k, graph in enumerate(_subgraph_graphs(jarvis)):
+        sub = ref.Subgraphs(k)
+        expected = []
+        for j in range(sub.OperatorsLength()):
+            op = sub.Operators(j)
+            code = ref.OperatorCodes(op.OpcodeIndex())
+            expected.append(OPNAMES[max(code.BuiltinCode(), code.DeprecatedBuiltinCode())])
+        assert [n.op_type for n in graph.nodes] == expected
+        assert all(not n.has_file_name and n.domain == "" for n in graph.nodes)
+        names = _unique([sub.Tensors(j).Name().decode() for j in range(sub.TensorsLength())])
+        for j, node in enumerate(graph.nodes):
+            op = sub.Operators(j)
+            ins = (
+                [names[i] if i >= 0 else "" for i in op.InputsAsNumpy()]
+                if op.InputsLength()
+                else []
+            )
+            assert list(node.inputs) == ins
+    assert jarvis.graph.op_counts()["CONV_2D"] == 5
+    assert jarvis.graph.op_counts()["DEPTHWISE_CONV_2D"] == 4
+
+
+def test_options_and_subgraph_references(jarvis: Model) -> None:
+    conv = next(n for n in jarvis.graph.nodes if n.op_type == "CONV_2D")
+    attrs = {k: a.value for k, a in conv.attributes.items()}
+    assert attrs["padding"] == "VALID"
+    assert attrs["fused_activation_function"] == "RELU"
+    assert attrs["stride_h"] == 3 and attrs["stride_w"] == 1
+    call = jarvis.graph.nodes[0]
+    assert call.op_type == "CALL_ONCE"
+    ref = call.attributes["init_subgraph_index"]
+    assert ref.kind == "FUNC" and ref.value.name == "NoOp" and ref.value.index == 1
+    assert jarvis.function("", "NoOp") is not None
+    assert jarvis.functions[0].graph.path == "function::NoOp"
+    assert "input 1 quantization" in conv.metadata_props
+    assert conv.metadata_props["input 1 quantization"].startswith(
+        "int8 per-axis (axis 0): 30 scales"
+    )
+
+
+def test_metadata_and_signatures(jarvis: Model) -> None:
+    props = jarvis.metadata_props
+    assert props["min_runtime_version"] == "2.6.0"
+    assert props["CONVERSION_METADATA"].endswith("bytes")
+    assert props["description"] == "MLIR Converted."
+    assert "input_audio=serving_default_input_audio:0" in props["signature serving_default"]
+    assert jarvis.format == "tflite"
+
+
+def test_macs_equal_a_hand_computation(jarvis: Model) -> None:
+    """MACs of CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED from the shapes the tflite
+    package reads: output elements × kernel (OHWI: H·W·I; 1HWO: H·W; FC: K) + bias."""
+    ref = _reference(JARVIS.read_bytes())
+    sub = ref.Subgraphs(0)
+    expected = {}
+    for j in range(sub.OperatorsLength()):
+        op = sub.Operators(j)
+        code = ref.OperatorCodes(op.OpcodeIndex())
+        name = OPNAMES[max(code.BuiltinCode(), code.DeprecatedBuiltinCode())]
+        if name not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+            continue
+        shape = [list(sub.Tensors(int(i)).ShapeAsNumpy()) for i in op.InputsAsNumpy()]
+        out = int(np.prod(sub.Tensors(int(op.OutputsAsNumpy()[0])).ShapeAsNumpy()))
+        w = shape[1] if len(shape) > 1 else None
+        if name == "CONV_2D":
+            expected[j] = out * w[1] * w[2] * w[3] + out
+        elif name == "DEPTHWISE_CONV_2D":
+            expected[j] = out * w[1] * w[2] + out
+        elif name == "FULLY_CONNECTED":
+            expected[j] = out * w[1] + out
+    assert len(expected) == 10
+    rows = metrics(jarvis).rows
+    for j, macs in expected.items():
+        assert rows[j]["macs"] == macs, rows[j]
+    assert rows[next(iter(expected))]["macs"] == 30 * 5 * 1 * 40 + 30  # the first conv
+
+
+def test_dequantized_statistics_use_the_stored_parameters(jarvis: Model) -> None:
+    ref = _reference(JARVIS.read_bytes())
+    sub = ref.Subgraphs(0)
+    t = next(sub.Tensors(j) for j in range(sub.TensorsLength())
+             if sub.Tensors(j).Name() == b"model/depthwise_conv2d_3/depthwise")  # fmt: skip
+    q = t.Quantization()
+    raw = ref.Buffers(t.Buffer()).DataAsNumpy().view(np.int8).reshape(t.ShapeAsNumpy())
+    axis = q.QuantizedDimension()
+    assert axis == 3
+    real = (raw.astype(np.float32) - q.ZeroPointAsNumpy().astype(np.float32)) * q.ScaleAsNumpy()
+    rows = {
+        r["name"]: r for r in jarvis.weights_report(dequantize=True, as_list=True, progress=False)
+    }
+    row = rows["model/depthwise_conv2d_3/depthwise"]
+    assert "per-axis (axis 3, 60 scales)" in row["quantization"]
+    assert row["min"] == pytest.approx(float(real.min()), rel=1e-6)
+    assert row["max"] == pytest.approx(float(real.max()), rel=1e-6)
+    assert row["mean"] == pytest.approx(float(real.astype(np.float64).mean()), rel=1e-5)
+    dq = find_dequantization(jarvis.graph, "model/depthwise_conv2d_3/depthwise")
+    assert dq is not None
+    np.testing.assert_allclose(dq.dequantize(raw), real, rtol=1e-6)
+    # per-tensor: the FC weight
+    row = rows["model/dense/MatMul"]
+    assert row["quantization"].startswith("per-tensor (scale 0.00311061)")
+
+
+def test_the_model_draws(jarvis: Model) -> None:
+    dot = jarvis.graph.to_dot()
+    assert dot.strip() and "CONV_2D" in dot
+    assert jarvis.functions[0].graph.to_dot().strip()
+
+
+def test_litert_interpreter_quantization_agrees(jarvis: Model) -> None:
+    interpreter = pytest.importorskip("ai_edge_litert.interpreter")
+    details = interpreter.Interpreter(model_path=str(JARVIS)).get_tensor_details()
+    ref = _reference(JARVIS.read_bytes())
+    sub = ref.Subgraphs(0)
+    names = _unique([sub.Tensors(j).Name().decode() for j in range(sub.TensorsLength())])
+    compared = 0
+    for d in details:
+        if d.get("subgraph_index", 0) != 0 or d["index"] >= len(names):
+            continue
+        name = names[d["index"]]
+        assert name.startswith(d["name"]) or d["name"] == name
+        q = d["quantization_parameters"]
+        tensor = jarvis.graph.initializers.get(name)
+        if tensor is None:
+            info = jarvis.graph.value_info[name]
+            assert tuple(d["shape"]) == info.shape
+            if q["scales"].size == 1:
+                assert f"scale {float(q['scales'][0]):.6g}" in info.doc_string
+            continue
+        assert tuple(d["shape"]) == tuple(tensor.shape)
+        assert np.dtype(d["dtype"]) == tensor.dtype
+        if q["scales"].size:
+            assert isinstance(tensor, QuantizedTensor)
+            np.testing.assert_array_equal(tensor.quantization.scale, q["scales"])
+            np.testing.assert_array_equal(tensor.quantization.zero_point, q["zero_points"])
+            assert tensor.quantization.axis == q["quantized_dimension"]
+            compared += 1
+    assert compared >= 20
+
+
+# -- small files built with the flatbuffers builder + tflite schema ------------------------
+def _vector(builder: flatbuffers.Builder, start: Any, values: list[Any], prepend: str) -> int:
+    start(builder, len(values))
+    for v in reversed(values):
+        getattr(builder, prepend)(v)
+    return builder.EndVector()
+
+
+def build_conv_model(*, big_offset: int | None = None) -> bytes:
+    """input float32 [1,4,4,2] → CONV_2D (W int8 [3,2,2,2] per-axis, bias int32 [3]) →
+    [1,3,3,3]; the weight's name repeated on the output; optional 4th input -1."""
+    b = flatbuffers.Builder(1024)
+    weights = np.arange(24, dtype=np.int8) - 12
+    bias = np.array([100, -200, 300], np.int32)
+    datas = [None, None, weights.tobytes(), bias.tobytes(), None]
+    buffers = []
+    for i, raw in enumerate(datas):
+        data = b.CreateByteVector(raw) if raw is not None else None
+        tflite.BufferStart(b)
+        if data is not None and not (big_offset is not None and i == 2):
+            tflite.BufferAddData(b, data)
+        if big_offset is not None and i == 2:
+            tflite.BufferAddOffset(b, big_offset)
+            tflite.BufferAddSize(b, 24)
+        buffers.append(tflite.BufferEnd(b))
+    specs = [  # name, type, shape, buffer, (scales, zero points, axis)
+        ("input", tflite.TensorType.FLOAT32, [1, 4, 4, 2], 1, None),
+        ("conv/weights", tflite.TensorType.INT8, [3, 2, 2, 2], 2, ([0.5, 0.25, 0.125], [0, 0, 0], 0)),
+        ("conv/bias", tflite.TensorType.INT32, [3], 3, ([0.01, 0.02, 0.03], [0, 0, 0], 0)),
+        ("conv/weights", tflite.TensorType.FLOAT32, [1, 3, 3, 3], 4, None),
+    ]  # fmt: skip
+    tensors = []
+    for name, type_code, shape, buffer, quant in specs:
+        name_off = b.CreateString(name)
+        shape_off = _vector(b, tflite.TensorStartShapeVector, shape, "PrependInt32")
+        q_off = None
+        if quant is not None:
+            scales = _vector(
+                b, tflite.QuantizationParametersStartScaleVector, quant[0], "PrependFloat32"
+            )
+            zps = _vector(
+                b, tflite.QuantizationParametersStartZeroPointVector, quant[1], "PrependInt64"
+            )
+            tflite.QuantizationParametersStart(b)
+            tflite.QuantizationParametersAddScale(b, scales)
+            tflite.QuantizationParametersAddZeroPoint(b, zps)
+            tflite.QuantizationParametersAddQuantizedDimension(b, quant[2])
+            q_off = tflite.QuantizationParametersEnd(b)
+        tflite.TensorStart(b)
+        tflite.TensorAddShape(b, shape_off)
+        tflite.TensorAddType(b, type_code)
+        tflite.TensorAddBuffer(b, buffer)
+        tflite.TensorAddName(b, name_off)
+        if q_off is not None:
+            tflite.TensorAddQuantization(b, q_off)
+        tensors.append(tflite.TensorEnd(b))
+    tflite.Conv2DOptionsStart(b)
+    tflite.Conv2DOptionsAddPadding(b, tflite.Padding.VALID)
+    tflite.Conv2DOptionsAddStrideW(b, 1)
+    tflite.Conv2DOptionsAddStrideH(b, 1)
+    tflite.Conv2DOptionsAddFusedActivationFunction(b, tflite.ActivationFunctionType.RELU6)
+    options = tflite.Conv2DOptionsEnd(b)
+    op_in = _vector(b, tflite.OperatorStartInputsVector, [0, 1, 2, -1], "PrependInt32")
+    op_out = _vector(b, tflite.OperatorStartOutputsVector, [3], "PrependInt32")
+    tflite.OperatorStart(b)
+    tflite.OperatorAddOpcodeIndex(b, 0)
+    tflite.OperatorAddInputs(b, op_in)
+    tflite.OperatorAddOutputs(b, op_out)
+    tflite.OperatorAddBuiltinOptionsType(b, tflite.BuiltinOptions.Conv2DOptions)
+    tflite.OperatorAddBuiltinOptions(b, options)
+    op = tflite.OperatorEnd(b)
+    tensors_vec = _vector(b, tflite.SubGraphStartTensorsVector, tensors, "PrependUOffsetTRelative")
+    ops_vec = _vector(b, tflite.SubGraphStartOperatorsVector, [op], "PrependUOffsetTRelative")
+    sg_in = _vector(b, tflite.SubGraphStartInputsVector, [0], "PrependInt32")
+    sg_out = _vector(b, tflite.SubGraphStartOutputsVector, [3], "PrependInt32")
+    sg_name = b.CreateString("main")
+    tflite.SubGraphStart(b)
+    tflite.SubGraphAddTensors(b, tensors_vec)
+    tflite.SubGraphAddInputs(b, sg_in)
+    tflite.SubGraphAddOutputs(b, sg_out)
+    tflite.SubGraphAddOperators(b, ops_vec)
+    tflite.SubGraphAddName(b, sg_name)
+    subgraph = tflite.SubGraphEnd(b)
+    tflite.OperatorCodeStart(b)
+    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, tflite.BuiltinOperator.CONV_2D)
+    tflite.OperatorCodeAddBuiltinCode(b, tflite.BuiltinOperator.CONV_2D)
+    tflite.OperatorCodeAddVersion(b, 1)
+    code = tflite.OperatorCodeEnd(b)
+    codes_vec = _vector(b, tflite.ModelStartOperatorCodesVector, [code], "PrependUOffsetTRelative")
+    sgs_vec = _vector(b, tflite.ModelStartSubgraphsVector, [subgraph], "PrependUOffsetTRelative")
+    bufs_vec = _vector(b, tflite.ModelStartBuffersVector, buffers, "PrependUOffsetTRelative")
+    desc = b.CreateString("built in a test")
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddOperatorCodes(b, codes_vec)
+    tflite.ModelAddSubgraphs(b, sgs_vec)
+    tflite.ModelAddDescription(b, desc)
+    tflite.ModelAddBuffers(b, bufs_vec)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def test_a_built_model() -> None:
+    data = build_conv_model()
+    assert looks_like_tflite(data[:8])
+    model = read_tflite_bytes(data)
+    g = model.graph
+    assert [n.op_type for n in g.nodes] == ["CONV_2D"]
+    node = g.nodes[0]
+    assert node.inputs == ("input", "conv/weights", "conv/bias", "")
+    assert node.outputs == ("conv/weights#1",)  # a repeated tensor name made unique
+    assert node.attributes["padding"].value == "VALID"
+    assert node.attributes["fused_activation_function"].value == "RELU6"
+    w = g.initializers["conv/weights"]
+    np.testing.assert_array_equal(w.numpy().reshape(-1), np.arange(24) - 12)
+    dq = find_dequantization(g, "conv/weights")
+    assert dq is not None and dq.axis == 0
+    np.testing.assert_allclose(
+        dq.dequantize(w.numpy()),
+        (np.arange(24, dtype=np.float32) - 12).reshape(3, 2, 2, 2)
+        * np.array([0.5, 0.25, 0.125], np.float32)[:, None, None, None],
+    )
+    assert g.value_info["conv/weights#1"].shape == (1, 3, 3, 3)
+    assert model.doc_string == "built in a test"
+    # MACs: 27 outputs × (2·2·2) + 27 for the bias
+    assert metrics(model).rows[0]["macs"] == 27 * 8 + 27
+
+
+def test_buffer_offset_and_size_fields_are_file_ranges(tmp_path: Path) -> None:
+    """Models over 2 GB keep buffers after the flatbuffer, by ``offset``/``size``."""
+    head = build_conv_model(big_offset=0)  # placeholder to learn the size
+    offset = len(head) + 16
+    data = build_conv_model(big_offset=offset)
+    payload = (np.arange(24, dtype=np.int8) * -1).tobytes()
+    data = data + b"\0" * (offset - len(data)) + payload
+    path = tmp_path / "big.tflite"
+    path.write_bytes(data)
+    model = read_tflite_file(path)
+    w = model.graph.initializers["conv/weights"]
+    assert w.location.offset == offset and w.location.length == 24
+    np.testing.assert_array_equal(w.numpy().reshape(-1), np.arange(24) * -1)
+    model.close()
+
+
+# -- hostile files -------------------------------------------------------------------------
+def _refused(data: bytes, seconds: float = 2.0) -> ModelFormatError:
+    start = time.perf_counter()
+    with pytest.raises(ModelFormatError) as info:
+        read_tflite_bytes(data)
+    assert time.perf_counter() - start < seconds
+    return info.value
+
+
+def test_bad_identifier_and_short_files() -> None:
+    data = JARVIS.read_bytes()
+    assert "TFL3" in str(_refused(data[:4] + b"XXXX" + data[8:]))
+    _refused(b"")
+    _refused(data[:7])
+
+
+def test_truncated_files_are_refused() -> None:
+    data = JARVIS.read_bytes()
+    for cut in (12, 64, 1000, len(data) // 2, len(data) - 1000):
+        _refused(data[:cut])
+
+
+def test_buffer_offset_past_the_end() -> None:
+    data = build_conv_model(big_offset=1 << 40)
+    assert "past the end" in str(_refused(data))
+
+
+def _subgraph_tensors_length_position(data: bytes) -> int:
+    """Where the main subgraph's tensors vector stores its length (found with the
+    schema package's table accessors)."""
+    sub = _reference(data).Subgraphs(0)
+    o = sub._tab.Offset(4)
+    return sub._tab.Vector(o) - 4
+
+
+def test_a_vector_length_of_2_31_is_refused_quickly() -> None:
+    data = bytearray(JARVIS.read_bytes())
+    at = _subgraph_tensors_length_position(bytes(data))
+    struct.pack_into("<I", data, at, 1 << 31)
+    assert "entries" in str(_refused(bytes(data)))
+
+
+def test_overlong_and_looping_offsets() -> None:
+    data = bytearray(JARVIS.read_bytes())
+    struct.pack_into("<I", data, 0, 0xFFFFFFF0)  # the root table far past the end
+    _refused(bytes(data))
+    _refused(build_shared_tensor(3000))
+
+
+def build_shared_tensor(n: int) -> bytes:
+    """A subgraph whose ``n`` tensors are all one table with a shape of ``n`` dims: a file
+    of 8·n bytes that costs n² element reads to walk, unless the reader's budget stops it."""
+    b = flatbuffers.Builder(1024)
+    shape = _vector(b, tflite.TensorStartShapeVector, [1] * n, "PrependInt32")
+    tflite.TensorStart(b)
+    tflite.TensorAddShape(b, shape)
+    tensor = tflite.TensorEnd(b)
+    tensors = _vector(b, tflite.SubGraphStartTensorsVector, [tensor] * n, "PrependUOffsetTRelative")
+    tflite.SubGraphStart(b)
+    tflite.SubGraphAddTensors(b, tensors)
+    subgraph = tflite.SubGraphEnd(b)
+    sgs = _vector(b, tflite.ModelStartSubgraphsVector, [subgraph], "PrependUOffsetTRelative")
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddSubgraphs(b, sgs)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def test_random_corruption_never_escapes_as_another_error() -> None:
+    data = JARVIS.read_bytes()
+    rng = random.Random(28)
+    start = time.perf_counter()
+    for _ in range(300):
+        corrupt = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            at = rng.randrange(8, len(corrupt))
+            corrupt[at] = rng.randrange(256)
+        try:
+            model = read_tflite_bytes(bytes(corrupt))
+        except ModelFormatError:
+            continue
+        model.graph.to_dot()  # a model that opens must draw
+    assert time.perf_counter() - start < 120
