@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ...errors import ExplorerError, ModelFormatError
+from ...errors import ModelFormatError
 from ...external_data import DataFiles
 from ...model import Model
 from ...sources import ByteSource
@@ -83,4 +83,4 @@ def read_tflite_bytes(data: bytes) -> Model:
     return read_tflite_source(_MemorySource(bytes(data)))
 
 
-__all__ = ["ExplorerError", "read_tflite_bytes", "read_tflite_file", "read_tflite_source"]
+__all__ = ["read_tflite_bytes", "read_tflite_file", "read_tflite_source"]
