@@ -2,7 +2,8 @@
 
 A GGUF header is millions of small fields (a 150k-token vocabulary is 150k length-prefixed
 strings); asking the source for each would be millions of reads (of requests, for a URL).
-The cursor fetches ``BLOCK_BYTES`` at once and serves fields from that block; a length
+The cursor fetches a block at once (64 KiB first, doubling up to ``BLOCK_BYTES``, so a
+small header costs a small read) and serves fields from that block; a length
 read from the file is checked against the bytes left *before* anything is fetched or
 allocated, and skipped bytes are not fetched at all.
 """
@@ -14,8 +15,10 @@ import struct
 from ...errors import ModelFormatError
 from ...sources import ByteSource
 
-#: Bytes fetched per read of the source (one request per MiB of header, for a URL).
+#: Most bytes fetched per read of the source (one request per MiB of header, for a URL).
 BLOCK_BYTES = 1 << 20
+#: Bytes of the first read (most headers without a vocabulary fit).
+FIRST_BLOCK_BYTES = 1 << 16
 
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
@@ -31,6 +34,7 @@ class Cursor:
         self.pos = 0
         self.fetches = 0  # reads of the source so far (tests count them)
         self._block_bytes = block_bytes
+        self._next_block = min(FIRST_BLOCK_BYTES, block_bytes)
         self._buf = b""
         self._buf_start = 0
 
@@ -50,7 +54,8 @@ class Cursor:
             raise self.truncated(n, doing)
         start = self.pos - self._buf_start
         if start < 0 or start + n > len(self._buf):
-            length = min(max(n, self._block_bytes), self.remaining)
+            length = min(max(n, self._next_block), self.remaining)
+            self._next_block = min(2 * self._next_block, self._block_bytes)
             self._buf = self.source.fetch(self.pos, length)
             self._buf_start = self.pos
             self.fetches += 1
