@@ -7,7 +7,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._ort import RunError, failing_node, make_session, short
+from ..views._text import squeezed
+from ._ort import RunError, failing_node, make_session
 from ._plan import SEGMENT_BYTES, SEGMENT_NODES, Plan, segment_model
 
 
@@ -144,7 +145,7 @@ class Execution:
             node = graph.node[index]
             op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
             where = f"node {self.plan.node_label(index)!r} (op {op})"
-        return RunError(f"onnxruntime {what} at {where}: {short(str(exc))}")
+        return RunError(f"onnxruntime {what} at {where}: {squeezed(str(exc))}")
 
     def _deaths(self) -> dict[int, list[str]]:
         """position (in execution order) → the values whose last reader is there."""

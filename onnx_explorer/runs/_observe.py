@@ -26,8 +26,9 @@ import numpy as np
 import onnx
 
 from ..model import Model, ValueInfo
+from ..views._text import squeezed
 from ._feeds import generate_feeds, input_specs
-from ._ort import RunError, short
+from ._ort import RunError
 from ._plan import check_external, load_proto
 
 #: Seconds the observing run may take, its process started and the model loaded.
@@ -82,7 +83,7 @@ def observed_shapes(
     if done.returncode != 0:
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
         reason = lines[-1] if lines else f"its process ended with code {done.returncode}"
-        raise RunError(f"onnxruntime could not run the model to observe shapes: {short(reason)}")
+        raise RunError(f"onnxruntime could not run the model to observe shapes: {squeezed(reason)}")
     try:
         found = json.loads(done.stdout)
         return {

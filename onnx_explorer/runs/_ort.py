@@ -122,8 +122,3 @@ def make_session(model_bytes: bytes, base_dir: Path | None) -> Any:
             "session.model_external_initializers_file_folder_path", str(base_dir)
         )
     return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
-
-
-def short(message: str, limit: int = 600) -> str:
-    text = " ".join(str(message).split())
-    return text if len(text) <= limit else text[:limit] + " ..."

@@ -14,11 +14,12 @@ import numpy as np
 from .._gc_pause import paused_gc
 from ..bindings import bind_values
 from ..stats import Histogram, TensorStats, array_values, histogram, summarize
+from ..views._text import squeezed
 from ._activation_stats import activation_histogram, activation_stats, fast_path
 from ._background import Background
 from ._execute import Execution, Failure, Produced
 from ._feeds import check_feeds, generate_feeds, input_specs, load_feeds
-from ._ort import RunError, make_session, onnxruntime, short, shrink_shared_arena
+from ._ort import RunError, make_session, onnxruntime, shrink_shared_arena
 from ._plan import Plan, check_external, inference_mode, load_proto, plan
 
 
@@ -309,7 +310,7 @@ def _whole_model_outputs(the_plan: Plan, feeds: Mapping[str, np.ndarray]) -> dic
     try:
         values = session.run(names, dict(feeds))
     except Exception as exc:  # onnxruntime's own exception types
-        raise RunError(f"onnxruntime failed running the whole model: {short(str(exc))}") from exc
+        raise RunError(f"onnxruntime failed running the whole model: {squeezed(str(exc))}") from exc
     return {name: _owned(value) for name, value in zip(names, values)}
 
 

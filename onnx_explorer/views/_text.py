@@ -73,6 +73,12 @@ def shorten(text: str, limit: int = MAX_TEXT) -> str:
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
+def squeezed(text: str, limit: int = 600) -> str:
+    """``text`` (an error message) on one line, runs of white space as one space, cut at
+    ``limit`` characters."""
+    return shorten(" ".join(str(text).split()), limit)
+
+
 def middle_cut(text: str, width: int) -> str:
     """``/model/enc…/self_attn/q_proj/MatMul``: a long name cut in its middle, keeping the
     start and the distinctive end (a list row cut at its right loses the node's own name)."""

@@ -427,7 +427,10 @@ class DiffExplorer(widgets.VBox):
         parts = [h.STYLE, h.title("equal" if d.equal else "what changed from a to b")]
         parts.append(h.table(counts))
         if d.model_changes:
-            rows = [(field, _short(old), _short(new)) for field, old, new in d.model_changes]
+            rows = [
+                (f, shorten(as_text(a), 200), shorten(as_text(b), 200))
+                for f, a, b in d.model_changes
+            ]
             parts.append(h.table(rows, ["model", "a", "b"]))
         if len(self.rows) > MAX_ROWS:
             parts.append(h.muted(f"the {MAX_ROWS:,} largest of {len(self.rows):,} changes listed"))
@@ -483,10 +486,6 @@ def _op(node: Node | None) -> str:
 
 def _shape(shape: tuple[int, ...] | None) -> str:
     return MISSING if shape is None else shape_text(shape)  # the tensor is not on that side
-
-
-def _short(value: Any) -> str:
-    return shorten(as_text(value), 200)
 
 
 def explore_diff(

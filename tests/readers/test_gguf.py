@@ -20,12 +20,7 @@ from locations import CORPUS
 
 from onnx_explorer.dtypes import BlockDType, block_dtype, decode_bytes
 from onnx_explorer.errors import ExternalDataError, ModelFormatError, TensorDataError
-from onnx_explorer.readers.gguf import (
-    looks_like_gguf,
-    read_gguf_bytes,
-    read_gguf_file,
-    read_gguf_source,
-)
+from onnx_explorer.readers.gguf import looks_like_gguf, read_gguf_file, read_gguf_source
 from onnx_explorer.readers.gguf._cursor import BLOCK_BYTES
 from onnx_explorer.readers.gguf._types import GGML_TYPES
 from onnx_explorer.sources import ByteSource, LocalFile
@@ -297,14 +292,6 @@ def test_opening_reads_the_header_by_blocks_and_no_tensor_bytes(tmp_path) -> Non
     source.close()
 
 
-def test_a_file_in_memory_reads_alike(reference) -> None:
-    path, expected = reference
-    model = read_gguf_bytes(path.read_bytes(), "tiny.gguf")
-    for name in ("token_embd.weight", "blk.1.q4_0.weight", "blk.2.q6_k.weight"):
-        np.testing.assert_array_equal(model.graph.initializers[name].numpy(), expected[name])
-    assert model.metadata_props["general.name"] == "tiny llama"
-
-
 def test_a_small_header_costs_one_small_read(reference) -> None:
     path, _ = reference
     source = CountingSource(path)
@@ -479,18 +466,8 @@ HUGE = 2**64 - 1
         ("empty", b"", "not a GGUF file"),
         ("big-endian", b"GGUF" + struct.pack(">IQQ", 3, 0, 0), "big-endian"),
         ("version 9", b"GGUF" + struct.pack("<IQQ", 9, 0, 0), "version 9"),
-        ("huge kv count", b"GGUF" + struct.pack("<IQQ", 3, 0, HUGE), "more than any"),
-        ("huge tensor count", b"GGUF" + struct.pack("<IQQ", 3, HUGE, 0), "more than any"),
-        (
-            "more tensors than the file holds",
-            b"GGUF" + struct.pack("<IQQ", 3, 1000, 0) + bytes(64),
-            "more than the",
-        ),
-        (
-            "more tensors than any model",
-            b"GGUF" + struct.pack("<IQQ", 3, 2**21, 0) + bytes(64),
-            "more than any model",
-        ),
+        ("huge kv count", b"GGUF" + struct.pack("<IQQ", 3, 0, HUGE), "more than the"),
+        ("huge tensor count", b"GGUF" + struct.pack("<IQQ", 3, HUGE, 0), "more than the"),
         (
             "huge key length",
             b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, HUGE) + bytes(16),

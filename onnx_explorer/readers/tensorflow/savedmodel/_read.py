@@ -23,14 +23,6 @@ from ._build import Variables, build_model
 from ._parse import KINDS, meta_graphs, parse_binary, parse_text, strip
 
 
-def _human(n: int) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
-
-
 def _variables(prefix: Path, files: DataFiles, missing: str) -> Variables:
     """The bundle at ``prefix`` (``.../variables/variables``), or a note saying why none."""
     if not prefix.with_name(prefix.name + ".index").is_file():
@@ -38,7 +30,8 @@ def _variables(prefix: Path, files: DataFiles, missing: str) -> Variables:
     bundle = read_bundle(prefix, files)
     count = len(bundle.tensors)
     shards = f"{bundle.num_shards} shard" + ("s" if bundle.num_shards != 1 else "")
-    return Variables(bundle, f"{count} tensors, {_human(bundle.total_bytes)} in {shards}")
+    # Metadata is text and readers format nothing: the exact size (views/_text formats sizes).
+    return Variables(bundle, f"{count} tensors, {bundle.total_bytes:,} bytes in {shards}")
 
 
 def read_saved_model_dir(path: Path) -> Model:
