@@ -20,7 +20,12 @@ from locations import CORPUS
 
 from onnx_explorer.dtypes import BlockDType, block_dtype, decode_bytes
 from onnx_explorer.errors import ExternalDataError, ModelFormatError, TensorDataError
-from onnx_explorer.readers.gguf import looks_like_gguf, read_gguf_file, read_gguf_source
+from onnx_explorer.readers.gguf import (
+    looks_like_gguf,
+    read_gguf_bytes,
+    read_gguf_file,
+    read_gguf_source,
+)
 from onnx_explorer.readers.gguf._cursor import BLOCK_BYTES
 from onnx_explorer.readers.gguf._types import GGML_TYPES
 from onnx_explorer.sources import ByteSource, LocalFile
@@ -235,7 +240,7 @@ def test_metadata_summarises_arrays_and_keeps_scalars(reference) -> None:
         # The module graph: one box per dotted prefix, its tensors as inputs.
         nodes = {node.name: node for node in model.graph.nodes}
         assert "blk.1.q4_0.weight" in nodes["blk/1/q4_0"].inputs
-        assert all(node.op_type == "Module" for node in nodes.values())
+        assert nodes["blk/1/q4_0"].op_type == "q4_0"  # a module box is typed by its own name
 
 
 def test_vocab_only_corpus_file_opens_with_its_tokens_summarised() -> None:
@@ -290,6 +295,14 @@ def test_opening_reads_the_header_by_blocks_and_no_tensor_bytes(tmp_path) -> Non
     assert len(source.ranges) <= 6  # 64 KiB, 128 KiB, … 1 MiB blocks, not one read per field
     assert model.metadata_props["tokenizer.ggml.tokens"].startswith("array of 100000 strings")
     source.close()
+
+
+def test_a_file_in_memory_reads_alike(reference) -> None:
+    path, expected = reference
+    model = read_gguf_bytes(path.read_bytes(), "tiny.gguf")
+    for name in ("token_embd.weight", "blk.1.q4_0.weight", "blk.2.q6_k.weight"):
+        np.testing.assert_array_equal(model.graph.initializers[name].numpy(), expected[name])
+    assert model.metadata_props["general.name"] == "tiny llama"
 
 
 def test_a_small_header_costs_one_small_read(reference) -> None:
@@ -466,8 +479,18 @@ HUGE = 2**64 - 1
         ("empty", b"", "not a GGUF file"),
         ("big-endian", b"GGUF" + struct.pack(">IQQ", 3, 0, 0), "big-endian"),
         ("version 9", b"GGUF" + struct.pack("<IQQ", 9, 0, 0), "version 9"),
-        ("huge kv count", b"GGUF" + struct.pack("<IQQ", 3, 0, HUGE), "more than the"),
-        ("huge tensor count", b"GGUF" + struct.pack("<IQQ", 3, HUGE, 0), "more than the"),
+        ("huge kv count", b"GGUF" + struct.pack("<IQQ", 3, 0, HUGE), "more than any"),
+        ("huge tensor count", b"GGUF" + struct.pack("<IQQ", 3, HUGE, 0), "more than any"),
+        (
+            "more tensors than the file holds",
+            b"GGUF" + struct.pack("<IQQ", 3, 1000, 0) + bytes(64),
+            "more than the",
+        ),
+        (
+            "more tensors than any model",
+            b"GGUF" + struct.pack("<IQQ", 3, 2**21, 0) + bytes(64),
+            "more than any model",
+        ),
         (
             "huge key length",
             b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, HUGE) + bytes(16),
