@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+__all__ = ["DTYPES", "BlockDType", "DType", "block_dtype", "decode_bytes", "dtype"]
+
 
 @dataclass(frozen=True)
 class DType:

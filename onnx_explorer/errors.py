@@ -7,6 +7,18 @@ code that does not know about onnx_explorer.
 
 from __future__ import annotations
 
+__all__ = [
+    "ExplorerError",
+    "ExternalDataError",
+    "GraphvizNotFoundError",
+    "LayoutCancelledError",
+    "LayoutTimeoutError",
+    "ModelFormatError",
+    "RenderError",
+    "TensorDataError",
+    "UnsafePathError",
+]
+
 
 class ExplorerError(Exception):
     """Base class of every error raised by onnx_explorer."""

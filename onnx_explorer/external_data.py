@@ -21,6 +21,8 @@ from .errors import ExternalDataError, UnsafePathError
 from .sources import ByteSource, LocalFile
 from .sources.urls import check_location
 
+__all__ = ["DataFile", "DataFiles", "ExternalRef", "parse_size_field", "resolve_location"]
+
 #: The local byte source under the name the rest of the package has always used.
 DataFile = LocalFile
 

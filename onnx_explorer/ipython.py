@@ -14,6 +14,14 @@ import shlex
 import shutil
 from typing import Any
 
+__all__ = [
+    "load_ipython_extension",
+    "onnx_diff",
+    "onnx_explore",
+    "onnx_summary",
+    "unload_ipython_extension",
+]
+
 MAGIC_NAMES = ("onnx_explore", "onnx_summary", "onnx_diff")
 
 

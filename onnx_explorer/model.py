@@ -16,7 +16,7 @@ from functools import partial
 from itertools import islice
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, get_args
 
 import numpy as np
 
@@ -31,7 +31,79 @@ if TYPE_CHECKING:
     from .views import ControlEdges, EdgeLabels, Overlay
     from .weights import Stop
 
+__all__ = [
+    "ATTRIBUTE_KINDS",
+    "INFER_AUTO_MAX_NODES",
+    "SCOPE_DEPTH_MAX",
+    "Attribute",
+    "AttributeKind",
+    "Dim",
+    "FormatSupport",
+    "Function",
+    "Graph",
+    "GraphParts",
+    "InferredTypes",
+    "Model",
+    "ModelFormat",
+    "Node",
+    "SparseTensor",
+    "TensorsOnDemand",
+    "TypeInference",
+    "ValueInfo",
+    "WeightKind",
+    "WeightRef",
+    "attribute_kind",
+    "location_name",
+    "scope_parts",
+]
+
 Dim = int | str | None  # a fixed size, a symbolic name ("batch"), or unknown
+
+#: The file formats a reader can make a model of (``Model.format``; one per reader row).
+ModelFormat = Literal["onnx", "graphdef", "safetensors", "gguf", "tflite"]
+#: Where a weight sits (``WeightRef.kind``).
+WeightKind = Literal["initializer", "sparse_initializer", "constant", "attribute"]
+#: An attribute's type (``Attribute.kind``): ONNX ``AttributeProto`` types, GraphDef
+#: ``AttrValue`` fields (``BOOL``, ``TYPE``, ``SHAPE``, ``FUNC``, ``PLACEHOLDER``, their lists,
+#: ``LIST`` for an empty list) and ``UNDEFINED`` for a value no reader could tell.
+AttributeKind = Literal[
+    "UNDEFINED",
+    "FLOAT",
+    "INT",
+    "STRING",
+    "BOOL",
+    "TENSOR",
+    "GRAPH",
+    "SPARSE_TENSOR",
+    "TYPE_PROTO",
+    "TYPE",
+    "SHAPE",
+    "FUNC",
+    "PLACEHOLDER",
+    "FLOATS",
+    "INTS",
+    "STRINGS",
+    "BOOLS",
+    "TENSORS",
+    "GRAPHS",
+    "SPARSE_TENSORS",
+    "TYPE_PROTOS",
+    "TYPES",
+    "SHAPES",
+    "FUNCS",
+    "LIST",
+]
+ATTRIBUTE_KINDS: frozenset[str] = frozenset(get_args(AttributeKind))
+
+
+def attribute_kind(name: str) -> AttributeKind:
+    """``name`` as an :data:`AttributeKind`; ``UNDEFINED`` for a name outside the vocabulary
+    (readers pass the type names a file declares through here)."""
+    return name if _is_attribute_kind(name) else "UNDEFINED"
+
+
+def _is_attribute_kind(name: str) -> TypeGuard[AttributeKind]:
+    return name in ATTRIBUTE_KINDS
 
 
 @dataclass(frozen=True)
@@ -68,7 +140,7 @@ class Attribute:
     """
 
     name: str
-    kind: str
+    kind: AttributeKind
     value: Any
     doc_string: str = ""
     ref_attr_name: str = ""  # inside a function: refers to the caller's attribute
@@ -653,7 +725,7 @@ class WeightRef:
 
     graph: Graph
     tensor: Tensor
-    kind: str  # "initializer", "constant", "attribute", "sparse_initializer"
+    kind: WeightKind
     node: Node | None = None
 
 
@@ -720,7 +792,7 @@ class Model:
         self,
         graph: Graph,
         *,
-        format: str,
+        format: ModelFormat,
         path: Path | None = None,
         ir_version: int | None = None,
         opset_imports: Mapping[str, int] | None = None,
@@ -736,7 +808,7 @@ class Model:
         type_inference: TypeInference | None = None,
     ) -> None:
         self.graph = graph
-        self.format = format  # "onnx" or "graphdef"
+        self.format: ModelFormat = format
         self.path = path
         self.ir_version = ir_version
         self.opset_imports: Mapping[str, int] = MappingProxyType(dict(opset_imports or {}))
@@ -914,7 +986,9 @@ class Model:
                 for _, tensor in node.tensors():
                     if id(tensor) in seen:
                         continue
-                    kind = "constant" if node.op_type in ("Constant", "Const") else "attribute"
+                    kind: WeightKind = (
+                        "constant" if node.op_type in ("Constant", "Const") else "attribute"
+                    )
                     yield WeightRef(graph, tensor, kind, node)
 
     def weights_report(

@@ -12,6 +12,8 @@ from typing import Any
 from .model import Model, ValueInfo, location_name
 from .weights._attribute_parameters import attribute_totals
 
+__all__ = ["summarize"]
+
 
 def _op_counts(model: Model) -> dict[str, int]:
     """Operator type → nodes in every graph: main, If/Loop/Scan bodies, model-local functions."""

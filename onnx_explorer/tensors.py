@@ -30,6 +30,23 @@ from .stats import (
     tensor_stats,
 )
 
+__all__ = [
+    "CHUNK_ELEMENTS",
+    "MAP_MIN_BYTES",
+    "MAX_ELEMENTS",
+    "ArraySource",
+    "BlockBytes",
+    "BlockDecoder",
+    "BytesSource",
+    "ExternalBytes",
+    "FileRange",
+    "LocationKind",
+    "MemoryBytes",
+    "Tensor",
+    "TensorLocation",
+    "TensorSource",
+]
+
 #: Elements decoded per chunk when streaming (4 Mi elements: 16 MB of float32).
 CHUNK_ELEMENTS = 1 << 22
 #: Most elements a tensor may declare, whatever its dtype (strings have no byte size to
@@ -231,7 +248,7 @@ class BytesSource(TensorSource):
 class MemoryBytes(BytesSource):
     """Bytes already in memory (raw_data of a model passed as a proto or bytes)."""
 
-    def __init__(self, data: bytes | memoryview, kind: str = "memory") -> None:
+    def __init__(self, data: bytes | memoryview, kind: LocationKind = "memory") -> None:
         self._data = data
         self.location = TensorLocation(kind, length=len(data))
 
@@ -243,7 +260,7 @@ class FileRange(BytesSource):
     """Bytes at a known offset of the model file (raw_data found by the wire walk)."""
 
     def __init__(
-        self, data_file: ByteSource, offset: int, length: int, kind: str = "embedded"
+        self, data_file: ByteSource, offset: int, length: int, kind: LocationKind = "embedded"
     ) -> None:
         self._file = data_file
         self._offset = offset
@@ -275,7 +292,7 @@ class BlockBytes(FileRange):
         offset: int,
         length: int,
         dequantize: BlockDecoder,
-        kind: str = "embedded",
+        kind: LocationKind = "embedded",
     ) -> None:
         super().__init__(data_file, offset, length, kind)
         self._dequantize = dequantize

@@ -13,6 +13,8 @@ from ..model_diff import compare_models
 from ..readers import load
 from ..views._text import terminal_safe
 
+__all__ = ["register"]
+
 
 def _open(path: str, side: str, data_dir: str | None) -> Any:
     try:

@@ -10,6 +10,8 @@ from ..metrics import SERIES, Metrics, metrics
 from ..views._text import human_bytes, human_count, shorten, terminal_safe
 from ._common import add_common
 
+__all__ = ["parse_dims", "register"]
+
 SORT_KEYS = ("macs", "params", "activation_bytes", "param_bytes", "name", "file")
 NAME_WIDTH = 60
 TEXT_TOP = 20  # rows shown in text unless --top says otherwise

@@ -9,6 +9,8 @@ from typing import Any
 from ..views._drawing import CONTROL_EDGES, DEFAULT_HOPS, DEFAULT_MAX_NODES, EDGE_LABELS
 from ._common import add_common
 
+__all__ = ["register"]
+
 
 def _cmd_render(args: argparse.Namespace) -> int:
     from ..readers import load

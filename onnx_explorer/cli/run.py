@@ -15,6 +15,8 @@ from ..runs import RunFailedError, compare, run
 from ..views._text import terminal_safe
 from .metrics import parse_dims
 
+__all__ = ["register"]
+
 
 def _cmd_run(args: argparse.Namespace) -> int:
     try:

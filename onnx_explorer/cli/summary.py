@@ -9,6 +9,8 @@ from typing import Any
 
 from ._common import add_common, open_model
 
+__all__ = ["register"]
+
 
 def _summary(args: argparse.Namespace) -> int:
     from ..summary import summarize

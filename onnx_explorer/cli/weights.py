@@ -11,6 +11,8 @@ from typing import Any
 from ..views._text import human_bytes, number_text, shape_text, terminal_safe
 from ._common import add_common
 
+__all__ = ["register"]
+
 JSON_KEYS = (
     "name", "graph", "kind", "dtype", "shape", "parameters", "bytes", "location", "min", "max",
     "mean", "std", "abs_max", "zeros", "nan", "inf", "p1", "p50", "p99", "integer",

@@ -11,6 +11,8 @@ from typing import Any
 
 from ..errors import ExternalDataError
 
+__all__ = ["CHECKSUM_CHUNK", "ByteSource"]
+
 #: Bytes read per step when hashing a whole source (checksums stream, never load).
 CHECKSUM_CHUNK = 4 << 20
 

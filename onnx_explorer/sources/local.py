@@ -20,6 +20,8 @@ from ..errors import ExternalDataError, UnsafePathError
 from .base import CHECKSUM_CHUNK as _CHECKSUM_CHUNK
 from .base import ByteSource
 
+__all__ = ["LocalFile"]
+
 
 class LocalFile(ByteSource):
     """One data file, opened once and shared by every tensor stored in it.

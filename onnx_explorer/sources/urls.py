@@ -13,6 +13,17 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..errors import UnsafePathError
 
+__all__ = [
+    "check_location",
+    "host_of",
+    "is_url",
+    "join_location",
+    "parent_url",
+    "redact_url",
+    "scheme_of",
+    "scrub",
+]
+
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 _ANY_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://[^\s'\"<>]+")

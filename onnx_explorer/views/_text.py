@@ -21,7 +21,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..model import Attribute, Graph, Model, SparseTensor, ValueInfo, location_name
+from ..model import (
+    Attribute,
+    Graph,
+    Model,
+    SparseTensor,
+    ValueInfo,
+    attribute_kind,
+    location_name,
+)
 from ..tensors import Tensor
 
 MAX_ITEMS = 16
@@ -289,7 +297,9 @@ def attribute_text(attr: Attribute) -> str:
         return shorten(repr(value))
     if isinstance(value, tuple):
         if value and isinstance(value[0], Tensor | SparseTensor | Graph):
-            return _items(value, lambda v: attribute_text(Attribute("", attr.kind[:-1], v)))
+            return _items(
+                value, lambda v: attribute_text(Attribute("", attribute_kind(attr.kind[:-1]), v))
+            )
         return shorten(_items(value, repr))
     if isinstance(value, float):
         return f"{value:g}"

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import onnx_explorer
 
@@ -97,6 +101,26 @@ print(len(model.graph.nodes))
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "9"
+
+
+def _public_modules() -> list[str]:
+    """Every module of the package without an underscore in its dotted name."""
+    found = ["onnx_explorer"]
+    for info in pkgutil.walk_packages(onnx_explorer.__path__, "onnx_explorer."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            found.append(info.name)
+    return sorted(found)
+
+
+@pytest.mark.parametrize("name", _public_modules())
+def test_every_public_module_says_what_is_public(name):
+    # onnx-ir style: a module without an underscore is public, so it lists its public
+    # names in __all__, and each of them exists (lazy ones included).
+    module = importlib.import_module(name)
+    assert hasattr(module, "__all__"), f"{name} has no __all__"
+    assert len(set(module.__all__)) == len(module.__all__), f"{name}.__all__ repeats a name"
+    for public in module.__all__:
+        assert hasattr(module, public), f"{name}.__all__ names {public!r}, which is missing"
 
 
 def test_lazy_names_are_what_type_checkers_see():

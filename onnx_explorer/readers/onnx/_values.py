@@ -23,6 +23,7 @@ from ...tensors import (
     BytesSource,
     ExternalBytes,
     FileRange,
+    LocationKind,
     MemoryBytes,
     Tensor,
     TensorLocation,
@@ -116,7 +117,9 @@ class _ProtoRawBytes(BytesSource):
     """raw_data of a TensorProto held in memory: a ModelProto passed by the caller, or a
     payload too small to be cut out of the file (``embedded``)."""
 
-    def __init__(self, tp: onnx.TensorProto, kind: str = "memory", length: int = -1) -> None:
+    def __init__(
+        self, tp: onnx.TensorProto, kind: LocationKind = "memory", length: int = -1
+    ) -> None:
         self._tp = tp
         length = length if length >= 0 else len(tp.raw_data)
         self.location = TensorLocation(kind, length=length)

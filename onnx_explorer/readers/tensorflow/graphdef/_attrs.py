@@ -9,7 +9,7 @@ from typing import Any
 
 from google.protobuf.text_encoding import CEscape
 
-from ....model import Attribute, Dim
+from ....model import Attribute, AttributeKind, Dim
 from ._tensors import TensorContext, tf_type_name
 
 
@@ -51,7 +51,7 @@ def _text(raw: bytes) -> str:
     return CEscape(raw, as_utf8=True) if _CONTROL.search(text) else text
 
 
-_LIST_KINDS = (
+_LIST_KINDS: tuple[tuple[str, AttributeKind], ...] = (
     ("s", "STRINGS"), ("i", "INTS"), ("f", "FLOATS"), ("b", "BOOLS"), ("type", "TYPES"),
     ("shape", "SHAPES"), ("tensor", "TENSORS"), ("func", "FUNCS"),
 )  # fmt: skip
@@ -97,7 +97,7 @@ class AttrReader:
     def func(self, nal: Any, where: str) -> FunctionRef:
         return FunctionRef(nal.name, self.attributes(nal.attr, where))
 
-    def list_values(self, lv: Any, where: str) -> tuple[str, tuple[Any, ...]]:
+    def list_values(self, lv: Any, where: str) -> tuple[AttributeKind, tuple[Any, ...]]:
         for field_name, kind in _LIST_KINDS:
             values = getattr(lv, field_name)
             if not len(values):

@@ -18,7 +18,14 @@ import numpy as np
 from ....dtypes import DType, dtype
 from ....errors import ExplorerError, TensorDataError
 from ....stats import Repeat
-from ....tensors import FileRange, MemoryBytes, Tensor, TensorLocation, TensorSource
+from ....tensors import (
+    FileRange,
+    LocationKind,
+    MemoryBytes,
+    Tensor,
+    TensorLocation,
+    TensorSource,
+)
 from ...protobuf._wire import MARKER_LENGTH, Stripped
 from . import _proto as pb
 
@@ -176,7 +183,7 @@ class FillSource(TensorSource):
 class _Unreadable(TensorSource):
     """A tensor whose values cannot be shown (resource handles, variants, unknown rank)."""
 
-    def __init__(self, reason: str, kind: str = "typed") -> None:
+    def __init__(self, reason: str, kind: LocationKind = "typed") -> None:
         self._reason = reason
         self.location = TensorLocation(kind)
 
@@ -187,7 +194,7 @@ class _Unreadable(TensorSource):
 class _ProtoContent(MemoryBytes):
     """``tensor_content`` of a message held in memory, fetched when read (no copy at load)."""
 
-    def __init__(self, tp: Any, length: int, kind: str) -> None:
+    def __init__(self, tp: Any, length: int, kind: LocationKind) -> None:
         super().__init__(b"", kind)
         self._tp = tp
         self.location = TensorLocation(kind, length=length)
@@ -246,7 +253,9 @@ def _typed_source(tp: Any, code: int, dt: DType) -> TensorSource:
 class TensorContext:
     """Where tensor bytes live for one model: a mapped file, caller's bytes, or messages."""
 
-    def __init__(self, kind: str, stripped: Stripped | None = None, model_file: Any = None) -> None:
+    def __init__(
+        self, kind: LocationKind, stripped: Stripped | None = None, model_file: Any = None
+    ) -> None:
         self.kind = kind  # location kind for tensor_content kept in messages
         self.stripped = stripped
         self.model_file = model_file  # DataFile or bytes the stripped ranges refer to
