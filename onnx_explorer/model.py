@@ -38,7 +38,6 @@ __all__ = [
     "Attribute",
     "AttributeKind",
     "Dim",
-    "FormatSupport",
     "Function",
     "Graph",
     "GraphParts",
