@@ -251,3 +251,16 @@ def quantize_dynamic_copy(model: onnx.ModelProto, folder: Path, weight_type: str
         folder / "float.onnx", folder / "quantized.onnx", weight_type=QuantType[weight_type]
     )
     return folder
+
+
+# A model with one local function (custom.domain.Square), in ONNX's text syntax.
+LOCAL_FUNCTION_MODEL = """
+<ir_version: 8, opset_import: ["" : 17, "custom.domain" : 1]>
+agraph (float[N] x) => (float[N] y) {
+    y = custom.domain.Square(x)
+}
+<domain: "custom.domain", opset_import: ["" : 17]>
+Square (X) => (Y) {
+    Y = Mul(X, X)
+}
+"""

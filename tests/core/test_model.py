@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from builders import mlp, nested_if
+from builders import LOCAL_FUNCTION_MODEL, mlp, nested_if
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_explorer as ox
@@ -116,18 +116,6 @@ def test_subgraphs_nested_four_deep_have_readable_paths():
     assert len(weights) == 8 and all(w.kind == "constant" for w in weights)
     values = {float(w.tensor.numpy()[0, 0]) for w in weights}
     assert values == {1.0, 2.0, 3.0, 4.0}
-
-
-LOCAL_FUNCTION_MODEL = """
-<ir_version: 8, opset_import: ["" : 17, "custom.domain" : 1]>
-agraph (float[N] x) => (float[N] y) {
-    y = custom.domain.Square(x)
-}
-<domain: "custom.domain", opset_import: ["" : 17]>
-Square (X) => (Y) {
-    Y = Mul(X, X)
-}
-"""
 
 
 def test_local_functions():
@@ -255,7 +243,7 @@ def test_embedded_weights_are_located_not_copied(tmp_path):
     offset = tensor.location.offset
     assert raw[offset : offset + 64] == big.tobytes()[:64]
     # What protobuf parsed holds the structure only, not the 4 MB of weights.
-    assert model.source.ByteSize() < 10_000
+    assert model.support._proto.ByteSize() < 10_000  # the reader's parsed proto
     np.testing.assert_array_equal(tensor.numpy(), big)
     assert not tensor.numpy().flags.writeable  # a view of the read-only map
 

@@ -268,8 +268,7 @@ def test_render_command(tmp_path, capsys):
 
 @pytest.mark.graphviz
 def test_every_test_model_renders_every_graph():
-    from builders import hostile
-    from test_model import LOCAL_FUNCTION_MODEL
+    from builders import LOCAL_FUNCTION_MODEL, hostile
 
     from onnx_explorer.samples import tiny_cnn
 
