@@ -131,23 +131,11 @@ def diff(
     :class:`Model`; see :func:`onnx_explorer.model_diff.compare_models`. A side that cannot be
     opened raises an :class:`ExplorerError` saying which ("model a: ...")."""
     from .model_diff import compare_models
+    from .readers import open_side
 
     return compare_models(
-        _open_side(a, "a"), _open_side(b, "b"), weights=weights, atol=atol, rtol=rtol
+        open_side(a, "a"), open_side(b, "b"), weights=weights, atol=atol, rtol=rtol
     )
-
-
-def _open_side(source: str | os.PathLike[str] | bytes | Any, side: str) -> Model:
-    from .readers import load
-
-    if isinstance(source, Model):
-        return source
-    try:
-        return load(source)
-    except ExplorerError as exc:
-        raise type(exc)(f"model {side}: {exc}") from exc
-    except (OSError, ValueError, TypeError) as exc:
-        raise ModelFormatError(f"model {side}: {exc}") from exc
 
 
 def explore(

@@ -139,9 +139,9 @@ def unload_ipython_extension(ip: Any) -> None:
         line_magics.pop(name, None)
     formatter = _formatter(ip)
     formatter.deferred_printers.pop(("onnx.onnx_ml_pb2", "ModelProto"), None)
-    try:
-        import onnx
-
-        formatter.type_printers.pop(onnx.ModelProto, None)
-    except ImportError:  # pragma: no cover - onnx is a dependency
-        pass
+    for cls in list(formatter.type_printers):  # the printer, once IPython resolved it
+        if (getattr(cls, "__module__", None), getattr(cls, "__name__", None)) == (
+            "onnx.onnx_ml_pb2",
+            "ModelProto",
+        ):
+            formatter.type_printers.pop(cls, None)

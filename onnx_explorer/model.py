@@ -12,17 +12,13 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import islice
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, get_args
 
-import numpy as np
-
-from .dtypes import DType, dtype
-from .errors import ExplorerError, TensorDataError
-from .tensors import ArraySource, Tensor, TensorLocation
+from .errors import ExplorerError, ModelFormatError
+from .tensors import Tensor
 
 if TYPE_CHECKING:
     from .external_data import DataFiles
@@ -38,6 +34,7 @@ __all__ = [
     "Attribute",
     "AttributeKind",
     "Dim",
+    "FormatSupport",
     "Function",
     "Graph",
     "GraphParts",
@@ -622,82 +619,20 @@ class Graph:
         return save_result(result, path, timeout)
 
     def constants(self) -> dict[str, Tensor]:
-        """Output name → value of Constant nodes (many exporters keep all weights there).
+        """Output name → value of Constant nodes (many exporters keep all weights there),
+        as the model's format decodes them (:meth:`FormatSupport.constants`).
 
-        Covers ``value`` and ``sparse_value`` and the list forms ``value_float(s)``,
+        ONNX covers ``value`` and ``sparse_value`` and the list forms ``value_float(s)``,
         ``value_int(s)`` and ``value_string(s)``; computed once per graph. A Constant whose
         value attribute is missing, repeated or of the wrong kind gives a tensor whose
         reading raises :class:`~onnx_explorer.errors.TensorDataError`: one broken node
         never breaks the summary, the report or the explorer.
         """
         if self._constants is None:
-            found: dict[str, Tensor] = {}
-            for node in self.nodes:
-                if node.op_type == "Constant" and node.outputs:
-                    found[node.outputs[0]] = _constant_value(node)
-            self._constants = found
+            model = self.model  # the format decodes them (ONNX: readers/onnx/_constants.py)
+            support = model.support if model is not None else _NO_SUPPORT
+            self._constants = support.constants(self)
         return self._constants
-
-
-#: Constant's value attributes (exactly one per node) → the attribute kind it must hold and,
-#: for the scalar and list forms, the dtype name and numpy dtype of the tensor they make.
-_CONSTANT_ATTRIBUTES: dict[str, tuple[str, str | None, str | None]] = {
-    "value": ("TENSOR", None, None),
-    "sparse_value": ("SPARSE_TENSOR", None, None),
-    "value_float": ("FLOAT", "float32", "float32"),
-    "value_floats": ("FLOATS", "float32", "float32"),
-    "value_int": ("INT", "int64", "int64"),
-    "value_ints": ("INTS", "int64", "int64"),
-    "value_string": ("STRING", "string", "object"),
-    "value_strings": ("STRINGS", "string", "object"),
-}
-#: The element type of a broken Constant whose value's type cannot be told (see
-#: :func:`_unreadable`).
-_UNKNOWN_DTYPE = DType("undefined", np.dtype(object), 0, is_numeric=False)
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _raise(message: str) -> np.ndarray:
-    raise TensorDataError(message)
-
-
-def _unreadable(name: str, dtype_name: str | None, message: str) -> Tensor:
-    """A tensor that stands for a broken Constant: listed (no elements), reading it raises."""
-    source = ArraySource(partial(_raise, f"tensor {name!r}: {message}"), TensorLocation("typed"))
-    return Tensor(name, dtype(dtype_name) if dtype_name else _UNKNOWN_DTYPE, (0,), source)
-
-
-def _constant_value(node: Node) -> Tensor:
-    """The tensor a Constant node produces; a broken one (no value attribute, several, or one
-    holding the wrong kind of value) gives a tensor whose reading says what is wrong."""
-    name = node.outputs[0]
-    found = [attr for key, attr in node.attributes.items() if key in _CONSTANT_ATTRIBUTES]
-    if len(found) != 1:
-        what = "no value attribute" if not found else (
-            f"{len(found)} value attributes ({', '.join(a.name for a in found)})"
-        )  # fmt: skip
-        return _unreadable(name, None, f"Constant node {node.name!r} has {what}; it needs one")
-    attr = found[0]
-    kind, dtype_name, np_dtype = _CONSTANT_ATTRIBUTES[attr.name]
-    if attr.kind != kind:
-        return _unreadable(
-            name,
-            dtype_name,
-            f"attribute {attr.name!r} of Constant node {node.name!r} is of kind {attr.kind}, "
-            f"not {kind}",
-        )
-    if kind == "TENSOR":
-        return attr.value  # type: ignore[no-any-return]
-    if kind == "SPARSE_TENSOR":
-        return attr.value.values  # type: ignore[no-any-return]
-    assert dtype_name is not None
-    values = attr.value
-    array = np.array(list(values) if isinstance(values, tuple) else values, dtype=np_dtype)
-    source = ArraySource(partial(_same, array), TensorLocation("typed"))
-    return Tensor(name, dtype(dtype_name), array.shape, source)
 
 
 @dataclass(frozen=True)
@@ -784,6 +719,54 @@ class TypeInference(Protocol):
     ) -> InferredTypes: ...
 
 
+class FormatSupport:
+    """What views, widgets and runs may ask of a model's file format; its reader answers.
+
+    Every :class:`Model` carries one (:attr:`Model.support`), set by the reader. This base
+    answers "the format has none of it"; a reader subclasses it for what its format has
+    (ONNX: ``readers/onnx/_support.py``). Code above the readers asks here what a format
+    can do, never ``model.format`` (the format's display name) nor the format's library.
+    """
+
+    #: The format's own type inference (ONNX shape inference), None when it has none.
+    type_inference: TypeInference | None = None
+    #: Operators are named by domain and type (ONNX), not by type alone (TensorFlow).
+    has_op_domains: bool = False
+    #: The name of the format's validity checker (``"onnx.checker"``), None without one.
+    checker: str | None = None
+    #: onnxruntime can run the model (:meth:`runtime_model`).
+    runnable: bool = False
+
+    def check(self, model: Model) -> str:
+        """The checker's verdict as one paragraph (never raises)."""
+        return f"{model.format} models have no checker."
+
+    def input_slot_names(self, domain: str, op_type: str) -> tuple[str, ...] | None:
+        """Names of an operator's input slots (``("A", "B")`` for ONNX MatMul), None if
+        the format does not say."""
+        return None
+
+    def constants(self, graph: Graph) -> dict[str, Tensor]:
+        """Output name → value of the graph's constant-producing nodes whose value is an
+        attribute (ONNX ``Constant``); a broken one gives a tensor whose reading raises."""
+        return {}
+
+    def weight_note(self, model: Model, tensor_name: str) -> str | None:
+        """A note on how a weight is laid out (TensorFlow: ``"HWIO ..."``), if any."""
+        return None
+
+    def runtime_model(self, model: Model) -> tuple[Any, Path | None]:
+        """(the model as onnxruntime takes it, with every payload; the directory its
+        external data is in). Raises :class:`~onnx_explorer.errors.ModelFormatError`
+        when the model cannot be run."""
+        raise ModelFormatError(
+            f"{model.format} models cannot be run: onnxruntime runs ONNX models only"
+        )
+
+
+_NO_SUPPORT = FormatSupport()
+
+
 class Model:
     """A model file opened read-only. Build one with :func:`onnx_explorer.load`."""
 
@@ -803,8 +786,7 @@ class Model:
         metadata_props: Mapping[str, str] | None = None,
         functions: tuple[Function, ...] = (),
         data_files: DataFiles | None = None,
-        source: Any = None,
-        type_inference: TypeInference | None = None,
+        support: FormatSupport | None = None,
     ) -> None:
         self.graph = graph
         self.format: ModelFormat = format
@@ -820,10 +802,10 @@ class Model:
         self.functions = functions
         self._functions_by_key = {(f.domain, f.name): f for f in functions}
         self._data_files = data_files
-        self.source = source  # format-specific object (e.g. the ModelProto), for tools that need it
-        self.source_bytes: bytes | None = None  # the file's bytes when loaded from bytes
-        # The format's own type inference, set by the reader (slow: see inferred_types()).
-        self.type_inference = type_inference
+        # What views, widgets and runs may ask of the file format (set by the reader).
+        self.support = support if support is not None else _NO_SUPPORT
+        # The format's own type inference (slow: see inferred_types()); None switches it off.
+        self.type_inference = self.support.type_inference
         self._inferred: InferredTypes | None = None
         self._inferred_bound: dict[tuple[Any, ...], InferredTypes] = {}
         self._observed: dict[tuple[Any, ...], InferredTypes] = {}
@@ -925,7 +907,7 @@ class Model:
             return found
 
     def _run_for_types(self, input_shapes: Mapping[str, tuple[int, ...]]) -> InferredTypes:
-        if self.format != "onnx":
+        if not self.support.runnable:
             return InferredTypes({}, f"no onnxruntime run for {self.format} models")
         try:  # a convenience edge up to runs (see pyproject.toml)
             from .runs import observed_shapes

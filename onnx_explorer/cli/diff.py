@@ -10,17 +10,10 @@ from typing import Any
 
 from ..errors import ExplorerError
 from ..model_diff import compare_models
-from ..readers import load
+from ..readers import open_side
 from ..views._text import terminal_safe
 
 __all__ = ["register"]
-
-
-def _open(path: str, side: str, data_dir: str | None) -> Any:
-    try:
-        return load(path, external_data_dir=data_dir)
-    except (ExplorerError, OSError, ValueError) as exc:
-        raise ExplorerError(f"model {side} ({path}): {exc}") from exc
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
@@ -28,8 +21,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         print("onnx-explorer: error: --atol and --rtol must not be negative", file=sys.stderr)
         return 2
     try:
-        a = _open(args.a, "a", args.external_data_dir)
-        b = _open(args.b, "b", args.external_data_dir)
+        a = open_side(args.a, "a", external_data_dir=args.external_data_dir)
+        b = open_side(args.b, "b", external_data_dir=args.external_data_dir)
         try:
             result = compare_models(
                 a, b, weights=args.weights, atol=args.atol, rtol=args.rtol,

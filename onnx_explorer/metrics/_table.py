@@ -181,8 +181,9 @@ def metrics(
             notes.append("shapes from the file only: inference not run (infer=False)")
         elif inferred is not None and inferred.error:
             notes.append(f"shapes from the file only: {inferred.error}")
-    graph_format = model.format if model is not None else "onnx"
-    if shapes == "run" and (model is None or not is_main or graph_format != "onnx"):
+    graph_format = model.format if model is not None else "onnx"  # the operators' vocabulary
+    runnable = model is not None and model.support.runnable
+    if shapes == "run" and (not runnable or not is_main):
         notes.append("no onnxruntime run: shapes='run' needs an ONNX model's main graph")
     found_first = symbolic and inferred is not None and not inferred.error
     shapes_from = "inference" if found_first else "file"
@@ -194,7 +195,7 @@ def metrics(
     if (
         model is not None
         and is_main
-        and graph_format == "onnx"
+        and runnable
         and (
             shapes == "run"
             or (

@@ -36,6 +36,7 @@ from typing import Any
 from ..errors import ExplorerError, ModelFormatError
 from ..model import Model
 from ..sources import is_url
+from . import _table
 from ._format import Format
 from ._table import FORMATS, HEAD_BYTES, detect_format, format_named, sniff, warm_up
 
@@ -77,10 +78,10 @@ def load(
     if isinstance(source, str | os.PathLike):
         return _load_path(Path(source), data_dir, format)
     kind = type(source).__name__
-    for row in FORMATS:
+    for row in _table.FORMATS:
         if kind in row.proto_types and row.read_proto is not None:
             return row.read_proto(source, data_dir)
-    messages = ", ".join(f"{t} ({row.name})" for row in FORMATS for t in row.proto_types)
+    messages = ", ".join(f"{t} ({row.name})" for row in _table.FORMATS for t in row.proto_types)
     raise TypeError(f"load() takes a path, bytes or a message ({messages}), not {kind}")
 
 
@@ -88,7 +89,7 @@ def _load_path(path: Path, data_dir: Path | None, format: str | None) -> Model:
     if not path.exists():
         raise ModelFormatError(f"{str(path)!r} does not exist")
     if path.is_dir():
-        for row in FORMATS:
+        for row in _table.FORMATS:
             if row.is_model_dir is not None and row.read_dir and row.is_model_dir(path):
                 return row.read_dir(path)
         from ._sniff import reject_directory

@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import ModelFormatError
+from .protobuf import decode_varint
 
 # Top-level fields: number → wire type (0 varint, 2 length-delimited).
 _ONNX_FIELDS = {
@@ -35,15 +36,10 @@ _TEXT_BYTES = frozenset(b"\t\n\r") | frozenset(range(0x20, 0x7F))
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int] | None:
-    result = shift = 0
-    while pos < len(buf) and shift < 64:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-    return None
+    try:
+        return decode_varint(buf, pos, len(buf))
+    except ModelFormatError:  # a sniff guesses: a bad varint says "not this message"
+        return None
 
 
 def _top_fields(head: bytes, limit: int = 16) -> list[tuple[int, int, bytes]]:

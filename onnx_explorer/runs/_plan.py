@@ -25,7 +25,8 @@ from onnx import helper
 
 from ..errors import ModelFormatError
 from ..external_data import resolve_location
-from ..readers.protobuf._wire import MAGIC, MARKER_LENGTH
+from ..model import Model
+from ..readers import load
 
 #: Nodes in the first segment; the next ones are sized by the bytes the previous made.
 SEGMENT_NODES = 64
@@ -61,52 +62,22 @@ class Plan:
 
 
 def load_proto(source: Any) -> tuple[onnx.ModelProto, Path | None]:
-    """The ModelProto (external data left on disk) and the directory external data is in."""
+    """The ModelProto (external data left on disk) and the directory external data is in.
+
+    ``source`` is a Model, or anything :func:`onnx_explorer.load` opens; the model's
+    format support gives the whole proto (:meth:`FormatSupport.runtime_model`), so paths
+    and bytes are parsed by the ONNX reader, not here. A ModelProto is run as it is.
+    """
     if isinstance(source, onnx.ModelProto):
         return source, None
-    if isinstance(source, bytes | bytearray):
-        return _parse(bytes(source), "the model bytes"), None
-    if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise ModelFormatError(f"{str(path)!r} cannot be read: {exc.strerror}") from exc
-        return _parse(data, repr(str(path))), path.resolve().parent
-    model = getattr(source, "source", None)  # an onnx_explorer.Model read from ONNX
-    if isinstance(model, onnx.ModelProto):
-        if getattr(source, "path", None) is not None:
-            return load_proto(source.path)
-        held = getattr(source, "source_bytes", None)
-        if held is not None:  # opened from bytes: its proto stands in for payloads
-            return _parse(bytes(held), "the model bytes"), None
-        if _has_markers(model):
-            raise ModelFormatError(
-                "the model was opened from the network without its weights (they are read "
-                "by range when looked at): download it and run the local file"
-            )
-        return model, None  # opened from a ModelProto, which holds its payloads
-    raise TypeError(f"run() takes a path, bytes or an onnx.ModelProto, not {type(source).__name__}")
-
-
-def _has_markers(model: onnx.ModelProto) -> bool:
-    """True when some initializer's bytes were left where they are (a remote or mapped
-    model's proto holds a 16-byte marker in their place)."""
-    return any(
-        len(t.raw_data) == MARKER_LENGTH and t.raw_data.startswith(MAGIC)
-        for t in model.graph.initializer
-    )
-
-
-def _parse(data: bytes, what: str) -> onnx.ModelProto:
-    model = onnx.ModelProto()
-    try:
-        model.ParseFromString(data)
-    except Exception as exc:  # protobuf's DecodeError
-        raise ModelFormatError(f"{what} is not an ONNX model: {exc}") from exc
-    if not model.HasField("graph"):
-        raise ModelFormatError(f"{what} is not an ONNX model (no graph)")
-    return model
+    if isinstance(source, Model):
+        return source.support.runtime_model(source)
+    if not isinstance(source, str | os.PathLike | bytes | bytearray | memoryview):
+        raise TypeError(
+            f"run() takes a path, bytes or an onnx.ModelProto, not {type(source).__name__}"
+        )
+    with load(source) as model:
+        return model.support.runtime_model(model)
 
 
 def check_external(model: onnx.ModelProto, base_dir: Path | None) -> None:

@@ -38,7 +38,7 @@ from ._index import (
     constant_tensor,
     graph_index,
 )
-from ._labels import constant_attribute_label, schema_inputs, tensor_label
+from ._labels import constant_attribute_label, tensor_label
 from ._overlay import PALETTE, Ghost, Overlay, paint_for
 from ._quoting import one_line
 from ._scopes import Scope, ScopeTree, first_view, open_scopes, scope_tree
@@ -169,7 +169,9 @@ class _Builder:
     ) -> None:
         self.graph, self.model, self.index, self.tree = graph, model, index, tree
         self.types, self.edge_labels, self.max_nodes = types, edge_labels, max_nodes
-        self.onnx_slots = model is None or model.format == "onnx"
+        # Slot names the format gives its operators' inputs (ONNX: the schemas').
+        owner = model if model is not None else graph.model
+        self.slot_names = owner.support.input_slot_names if owner is not None else None
         self.lines: list[str] = [dot.HEADER]
         self.ids: dict[str, dict[str, Any]] = {}
         self.titles: dict[str, str] = {}
@@ -482,10 +484,10 @@ class _Builder:
         return one_line(f"{name} {desc}", LABEL_CHARS), f"{name}: {_titled(value)} {desc}"
 
     def _slot_name(self, node: Node, slot: int, value: str) -> str:
-        if self.onnx_slots and isinstance(node.op_type, str) and isinstance(node.domain, str):
-            names = schema_inputs(node.domain, node.op_type)
+        if self.slot_names and isinstance(node.op_type, str) and isinstance(node.domain, str):
+            names = self.slot_names(node.domain, node.op_type)
             if names:
-                return names[min(slot, len(names) - 1)]
+                return shorten(names[min(slot, len(names) - 1)], 20)
         base = as_text(value).rstrip("/").rpartition("/")[2]
         return shorten(base.rpartition(":")[0] if base.endswith(":0") else base, 20) or "?"
 

@@ -1,4 +1,5 @@
-"""Text inside the drawn boxes: folded weights, tiny constants, operator slot names.
+"""Text inside the drawn boxes: folded weights, tiny constants (slot names: the format's
+support, :meth:`~onnx_explorer.model.FormatSupport.input_slot_names`).
 
 Pure: no IO beyond a tiny tensor already in memory (``preview`` never touches a file).
 Everything returned is model text made printable; ``dot.py`` quotes it for DOT.
@@ -6,7 +7,6 @@ Everything returned is model text made printable; ``dot.py`` quotes it for DOT.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,6 @@ import numpy as np
 from ..errors import ExplorerError
 from ..model import Node
 from ..tensors import Tensor
-from ._quoting import shorten
 from ._text import dims_text
 
 #: Attributes a Constant node may hold its value in, with the dtype each stands for.
@@ -72,16 +71,3 @@ def constant_attribute_label(node: Node) -> str:
 
 def _number(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-
-@lru_cache(maxsize=1024)
-def schema_inputs(domain: str, op_type: str) -> tuple[str, ...] | None:
-    """Input slot names of an ONNX operator (``("A", "B")`` for MatMul), None if unknown."""
-    from onnx import defs
-
-    try:
-        schema = defs.get_schema(op_type, domain)
-    except Exception:  # unknown or custom operator: fall back to the value's name
-        return None
-    names = tuple(shorten(i.name, 20) for i in schema.inputs)
-    return names or None

@@ -6,14 +6,13 @@ hover titles written here with XML escaping.
 ``dot`` is a subprocess that can run for minutes on an unlucky graph, so every run
 is a :class:`Layout`: several variants of the same DOT may race (the first drawing
 wins, the others are killed), the caller waits with a deadline, and any thread can
-cancel it. Processes still running when Python exits are killed, so a kernel that
-shuts down leaves no ``dot`` behind.
+cancel it. Processes still running when Python exits are killed (the package's one
+registry of child processes, :mod:`onnx_explorer._children`), so a kernel that shuts
+down leaves no ``dot`` behind.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import errno
 import os
 import re
@@ -25,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from .. import _children
 from ..errors import GraphvizNotFoundError, LayoutCancelledError, LayoutTimeoutError, RenderError
 from ._drawing import DotResult
 
@@ -62,36 +62,15 @@ def dot_executable() -> str:
 CLUSTER_VARIANTS: tuple[tuple[str, ...], ...] = ((), ("-Gnewrank=true",))
 STAGGER = 0.35
 
-_LIVE: set[subprocess.Popen[bytes]] = set()
-_LIVE_LOCK = threading.Lock()
-_SHUTTING_DOWN = False
-
-
-@atexit.register
-def kill_all() -> None:
-    """Kill every ``dot`` still running and start no new one (called at exit).
-
-    atexit runs this before the kernel's own exit handlers, while layout threads may
-    still be alive: without the flag, a thread seeing its ``dot`` killed would start the
-    next cheaper plan's ``dot``, which nobody would kill.
-    """
-    global _SHUTTING_DOWN
-    with _LIVE_LOCK:
-        _SHUTTING_DOWN = True
-        live = list(_LIVE)
-    for process in live:
-        _kill(process)
+_KIND = "dot"  # this module's children in the one registry (onnx_explorer._children)
 
 
 def live_processes() -> int:
     """How many ``dot`` processes this Python process is running now."""
-    with _LIVE_LOCK:
-        return sum(1 for p in _LIVE if p.poll() is None)
+    return _children.live(_KIND)
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(OSError):
-        process.kill()
+_kill = _children.kill
 
 
 class Layout:
@@ -126,28 +105,23 @@ class Layout:
 
     def _start_next(self) -> None:
         k = len(self._processes)
-        with _LIVE_LOCK:  # held across the start, so kill_all() cannot miss this process
-            if _SHUTTING_DOWN:
-                self._cancelled = True
-                raise LayoutCancelledError("Python is exiting: no new layout")
-            try:
-                process = subprocess.Popen(
-                    [self._executable, f"-T{self.fmt}", *self._variants[k]],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                )
-            except OSError as exc:
-                if k == 0 and exc.errno in (errno.ENOENT, errno.EACCES, errno.ENOEXEC):
-                    raise GraphvizNotFoundError(f"{INSTALL_HINT} ({exc.strerror})") from None
-                if k == 0:
-                    raise RenderError(f"cannot start Graphviz: {exc.strerror}") from None
-                # A later variant that cannot start (EAGAIN, EMFILE) is one failed variant;
-                # the running one may still win.
-                self._processes.append(None)
-                self._results.append((k, None, f"cannot start dot: {exc.strerror}"))
-                return
-            _LIVE.add(process)
+        try:
+            process = _children.start(
+                _KIND, [self._executable, f"-T{self.fmt}", *self._variants[k]]
+            )
+        except OSError as exc:
+            if k == 0 and exc.errno in (errno.ENOENT, errno.EACCES, errno.ENOEXEC):
+                raise GraphvizNotFoundError(f"{INSTALL_HINT} ({exc.strerror})") from None
+            if k == 0:
+                raise RenderError(f"cannot start Graphviz: {exc.strerror}") from None
+            # A later variant that cannot start (EAGAIN, EMFILE) is one failed variant;
+            # the running one may still win.
+            self._processes.append(None)
+            self._results.append((k, None, f"cannot start dot: {exc.strerror}"))
+            return
+        if process is None:  # Python is exiting (the registry's kill_all ran)
+            self._cancelled = True
+            raise LayoutCancelledError("Python is exiting: no new layout")
         self._processes.append(process)
         threading.Thread(
             target=self._collect, args=(k, process, self._data), daemon=True, name="oxe-dot"
@@ -171,8 +145,7 @@ class Layout:
                     )
                 error = error or "no drawing in its output"
         finally:  # whatever happened, wait() hears of this variant
-            with _LIVE_LOCK:
-                _LIVE.discard(process)
+            _children.forget(process)
             with self._done:
                 self._results.append((k, None if error else out, error))
                 self._done.notify_all()

@@ -108,7 +108,7 @@ class AttributePanel(widgets.VBox):
     # -- sections ----------------------------------------------------------------
     def _header(self, node: Node) -> str:
         rows = [("name", node.name), ("op", node.op_type)]
-        if self.model is None or self.model.format == "onnx":  # TensorFlow ops have no domain
+        if self.model is None or self.model.support.has_op_domains:  # TensorFlow's have none
             rows.append(("domain", node.domain or "ai.onnx"))
         if node.device:
             rows.append(("device", node.device))

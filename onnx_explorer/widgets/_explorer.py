@@ -19,8 +19,7 @@ import traitlets
 
 from ..bindings import model_binding
 from ..model import Graph, Model, Node
-from ..readers import load
-from ..readers.onnx._inference_child import warm_up
+from ..readers import load, warm_up
 from ..tensors import Tensor
 from ..views._overlay import Overlay
 from ..views._quoting import as_text
@@ -508,13 +507,7 @@ class Explorer(widgets.VBox):
         self.breadcrumb.children = crumbs[:-1]
 
     def _layout_note(self, tensor: Tensor) -> str | None:
-        if self.model.format != "graphdef":
-            return None
-        try:
-            from ..readers.tensorflow.graphdef._read import layout_note
-        except ImportError:
-            return None
-        return layout_note(self.model, tensor.name)
+        return self.model.support.weight_note(self.model, tensor.name)
 
     # -- display without a kernel ---------------------------------------------------
     def static_html(self, wait: float = STATIC_DRAWING_WAIT) -> str:
@@ -628,7 +621,7 @@ def explore(
     sizes that edge labels, metrics overlays and runs use (:meth:`Model.bind`); sizes
     not given are assumed as :mod:`onnx_explorer.bindings` says, and said in the view.
     """
-    warm_up()  # the shape-inference worker imports onnx while the model loads
+    warm_up()  # helper processes (ONNX shape inference) start while the model loads
     model = (
         source if isinstance(source, Model) else load(source, external_data_dir=external_data_dir)
     )

@@ -26,10 +26,9 @@ from typing import Any
 import anywidget
 import traitlets
 
+from .. import _children
 from ..errors import ExplorerError, LayoutCancelledError
 from ..model import Graph, Model, Node
-from ..readers.onnx import _inference_child as inference_child
-from ..views import _render as render
 from ..views._drawing import (
     CONTROL_EDGES,
     DEFAULT_HOPS,
@@ -65,11 +64,10 @@ def _finish_layouts_at_exit() -> None:
     code (protobuf serializing a model for inference, a decoder) aborts the whole
     process: "terminate called without an active exception", exit status 134. So the
     `dot` and inference children they wait on are killed first (no new ones start), and
-    each thread, its child gone, ends within moments. Registered after ``render`` and
-    ``inference_child`` (this module imports them), so atexit runs it before theirs.
+    each thread, its child gone, ends within moments. Registered after the registry of
+    child processes (``_children``, which this module imports), so atexit runs it first.
     """
-    render.kill_all()
-    inference_child.kill_all()
+    _children.kill_all()
     deadline = time.monotonic() + EXIT_WAIT
     for thread in list(_LAYOUT_THREADS):
         thread.join(max(0.0, deadline - time.monotonic()))

@@ -1,4 +1,5 @@
-"""The model panel: metadata, opsets, inputs/outputs, graphs and functions, onnx.checker."""
+"""The model panel: metadata, opsets, inputs/outputs, graphs and functions, the format's
+checker (``onnx.checker``)."""
 
 from __future__ import annotations
 
@@ -15,27 +16,9 @@ from . import _html as h
 
 
 def run_checker(model: Model) -> str:
-    """Run ``onnx.checker`` and return a one-paragraph verdict (never raises)."""
-    if model.format != "onnx":
-        return "onnx.checker applies to ONNX models only."
-    import onnx
-
-    try:
-        if model.path is not None:
-            # Path-based: works past 2 GB and leaves external data where it is.
-            onnx.checker.check_model(str(model.path), full_check=False)
-        elif model.source_bytes is not None:
-            # model.source lacks the weights the reader cut out; check the real bytes.
-            onnx.checker.check_model(onnx.ModelProto.FromString(model.source_bytes))
-        elif isinstance(model.source, onnx.ModelProto):
-            onnx.checker.check_model(model.source)
-        else:
-            return "cannot check: the model is not available as a ModelProto."
-    except onnx.checker.ValidationError as exc:
-        return f"onnx.checker found a problem:\n{exc}"
-    except Exception as exc:  # the checker's C++ side raises assorted types
-        return f"onnx.checker could not run: {type(exc).__name__}: {exc}"
-    return "onnx.checker: the model is valid."
+    """Run the format's checker (``onnx.checker``) and return a one-paragraph verdict
+    (never raises)."""
+    return model.support.check(model)
 
 
 class ModelPanel(widgets.VBox):
@@ -44,8 +27,9 @@ class ModelPanel(widgets.VBox):
     def __init__(self, model: Model, on_open_graph: Callable[[str], None], **kwargs: Any) -> None:
         self.model = model
         self.on_open_graph = on_open_graph
+        checker = model.support.checker
         self.check_button = widgets.Button(
-            description="run onnx.checker", icon="check", disabled=model.format != "onnx"
+            description=f"run {checker or 'checker'}", icon="check", disabled=checker is None
         )
         self.check_result = widgets.HTML()
         self.check_button.on_click(lambda _b: self.check())

@@ -75,3 +75,18 @@ def test_views_see_inference_through_the_model_only():
     result = inferred_types(model)
     assert isinstance(result, InferredTypes) and result.error is None
     assert result.types[id(model.graph)]  # value name → ValueInfo, no protobuf in sight
+
+
+def test_onnx_and_protobuf_stay_below_the_model_by_contract():
+    # The import-linter contract "formats-below-the-model" names every top-level module
+    # and package but readers, runs and samples: a new one must be added to it.
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = {c["id"]: c for c in config["tool"]["importlinter"]["contracts"]}
+    contract = contracts["formats-below-the-model"]
+    assert set(contract["forbidden_modules"]) == {"onnx", "google"}
+    top = {f"onnx_explorer.{m.name}" for m in pkgutil.iter_modules(onnx_explorer.__path__)}
+    allowed = {"onnx_explorer.readers", "onnx_explorer.runs", "onnx_explorer.samples"}
+    assert set(contract["source_modules"]) == top - allowed
+    assert contracts["formats-below-the-model-root"]["source_modules"] == ["onnx_explorer"]

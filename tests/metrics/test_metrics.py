@@ -381,7 +381,8 @@ def test_graphdef_conv2d_depthwise_and_matmul():
 # -- command line ----------------------------------------------------------------------
 def _save(model_proto_model, tmp_path):
     path = tmp_path / "m.onnx"
-    onnx.save(model_proto_model.source, path)
+    proto, _ = model_proto_model.support.runtime_model(model_proto_model)  # the whole proto
+    onnx.save(proto, path)
     return path
 
 
@@ -430,7 +431,7 @@ def _profiled_run(tmp_path):
              helper.make_node("Mul", ["S", "M"], ["Y"], name="/l1/Mul")]  # fmt: skip
     model = _model(nodes, {"X": [4, 8]}, {"Y": [4, 8]}, {"W": _w(8, 8)}, opset=17)
     path = tmp_path / "m.onnx"
-    onnx.save(model.source, path)
+    onnx.save(model.support.runtime_model(model)[0], path)
     options = ort.SessionOptions()
     options.enable_profiling = True
     options.profile_file_prefix = str(tmp_path / "profile")

@@ -227,6 +227,7 @@ def test_children_are_killed_when_python_exits(tmp_path):
         f"""
         import threading, time
         import onnx_explorer as ox
+        from onnx_explorer import _children
         from onnx_explorer.readers.onnx import _inference_child as inference_child
         from onnx_explorer.views._edge_types import inferred_types
 
@@ -234,7 +235,7 @@ def test_children_are_killed_when_python_exits(tmp_path):
         threading.Thread(target=inferred_types, args=(model,), daemon=True).start()
         while inference_child.live_children() == 0:
             time.sleep(0.05)
-        print(next(iter(inference_child._LIVE)).pid, flush=True)
+        print(_children.processes("inference")[0].pid, flush=True)
         """
     )
     run = subprocess.run(

@@ -12,6 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_explorer as ox
 from onnx_explorer.readers.protobuf import _wire as protowire
+from onnx_explorer.readers.protobuf import decode_varint
 from onnx_explorer.readers.protobuf._wire import (
     BATCH_FROM,
     ONNX_MODEL_SCHEMA,
@@ -83,8 +84,8 @@ def _graph_payload(data: bytes) -> tuple[int, int]:
     """Offsets of ModelProto.graph's payload."""
     pos = 0
     while True:
-        tag, pos = protowire._varint(data, pos, len(data))
-        value, pos = protowire._varint(data, pos, len(data))
+        tag, pos = decode_varint(data, pos, len(data))
+        value, pos = decode_varint(data, pos, len(data))
         if tag == 7 << 3 | 2:
             return pos, pos + value
         if tag & 7 == 2:
@@ -222,7 +223,7 @@ def test_the_onnx_reader_cuts_payloads_from_4_kb(tmp_path):
     assert below.location.kind == "embedded" and below.location.offset is None
     np.testing.assert_array_equal(below.numpy(), np.full(CUT_FROM // 4 - 1, 2))
     # What protobuf parsed holds the small payload and a marker for the large one.
-    kept = {t.name: len(t.raw_data) for t in model.source.graph.initializer}
+    kept = {t.name: len(t.raw_data) for t in model.support._proto.graph.initializer}
     assert kept == {"at": protowire.MARKER_LENGTH, "below": CUT_FROM - 4}
 
 

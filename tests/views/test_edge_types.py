@@ -35,7 +35,8 @@ def test_inference_sees_dims_of_cut_weights_and_values_of_small_ones(tmp_path):
     path = tmp_path / "m.onnx"
     onnx.save(_embedded_model(), path)
     model = ox.load(path)
-    (w,) = [t for t in model.source.graph.initializer if t.name == "W"]
+    proto = model.support._proto  # the reader's parsed proto (no public attribute)
+    (w,) = [t for t in proto.graph.initializer if t.name == "W"]
     assert w.raw_data.startswith(MAGIC)  # the reader left a marker in place of the bytes
 
     types, note = value_types(model.graph, model, infer=True)

@@ -171,10 +171,10 @@ def test_a_quick_layout_never_starts_the_second_ranking_mode(tmp_path, monkeypat
 
 
 def test_no_new_dot_starts_once_python_is_exiting(monkeypatch):
+    from onnx_explorer import _children
     from onnx_explorer.errors import LayoutCancelledError
-    from onnx_explorer.views import _render as render
 
-    monkeypatch.setattr(render, "_SHUTTING_DOWN", True)
+    monkeypatch.setattr(_children, "_SHUTTING_DOWN", True)
     model = ox.load(mlp())
     with pytest.raises(LayoutCancelledError):
         draw(model.graph, model, ViewRequest())

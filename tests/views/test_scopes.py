@@ -162,11 +162,11 @@ def test_constants_fold_into_their_readers_unless_they_are_outputs():
 
 
 def test_edge_label_modes():
-    model = ox.load(_model(["/a/Add", "/a/Add_1"]))
-    model.source.graph.value_info.append(
+    proto = _model(["/a/Add", "/a/Add_1"])
+    proto.graph.value_info.append(
         helper.make_tensor_value_info("t0", TensorProto.FLOAT, ["batch", 4])
     )
-    model = ox.load(model.source)
+    model = ox.load(proto)
     sources = {
         mode: build_dot(model.graph, model, edge_labels=mode, infer_shapes=False).source
         for mode in ("none", "dtype", "shape", "both")

@@ -7,8 +7,9 @@ looks at signals, and a hostile model can make it loop for ever (onnx 1.23: an
 nor Jupyter's "interrupt kernel" stops, and every ``to_dot()`` / ``explore()`` of the
 model hangs with it. A child process can be killed: when the time limit passes, when
 the caller waiting for it is interrupted (``KeyboardInterrupt``), and when Python
-exits. DESIGN.md keeps subprocesses in ``views/render.py`` (for ``dot``); this is the
-one other place, and it runs nothing but this module, as ``python -m``.
+exits: its children are in the package's one registry of child processes
+(:mod:`onnx_explorer._children`), with the ``dot`` layouts. It runs nothing but this
+module, as ``python -m``.
 
 A fresh interpreter, not ``fork``: the kernel has threads (layouts, comms, the
 heartbeat), and a forked copy of a threaded process may deadlock on a lock held by
@@ -38,7 +39,6 @@ stdout and exits 0, or writes why inference failed to stderr and exits
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import math
 import os
@@ -52,6 +52,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from ... import _children
 
 #: Seconds shape inference may run before its process is killed and the model is
 #: drawn with the file's own shapes only; counted from the request, so it includes
@@ -72,9 +74,7 @@ _STDERR_TAIL = 4096  # bytes of a worker's stderr kept to explain its death
 # Waiting on a pipe with a deadline needs select() on pipes: POSIX only.
 _CAN_WAIT_ON_PIPES = os.name == "posix"
 
-_LIVE: set[subprocess.Popen[bytes]] = set()  # the worker and one-shot children
-_LIVE_LOCK = threading.Lock()
-_SHUTTING_DOWN = False
+_KIND = "inference"  # this module's children in the one registry (onnx_explorer._children)
 _WORKER: subprocess.Popen[bytes] | None = None
 _REQUEST_LOCK = threading.Lock()  # one request at a time on the worker
 
@@ -87,22 +87,10 @@ class Outcome:
     error: str | None = None
 
 
-@atexit.register
-def kill_all() -> None:
-    """Kill every inference child still running and start no new one (called at exit)."""
-    global _SHUTTING_DOWN
-    with _LIVE_LOCK:
-        _SHUTTING_DOWN = True
-        live = list(_LIVE)
-    for process in live:
-        _kill(process)
-
-
 def live_children() -> int:
     """How many inference children this Python process is running now (an idle worker
     counts)."""
-    with _LIVE_LOCK:
-        return sum(1 for p in _LIVE if p.poll() is None)
+    return _children.live(_KIND)
 
 
 def worker_pid() -> int | None:
@@ -259,8 +247,7 @@ def _retire(process: subprocess.Popen[bytes]) -> bytes:
     for pipe in (process.stdin, process.stdout, process.stderr):
         with contextlib.suppress(OSError):
             _pipe(pipe).close()
-    with _LIVE_LOCK:
-        _LIVE.discard(process)
+    _children.forget(process)
     if _WORKER is process:
         _WORKER = None
     return rest
@@ -295,8 +282,7 @@ def _infer_one_shot(model: bytes, limit: float, data_prop: bool) -> Outcome:
         process.wait()
         raise
     finally:
-        with _LIVE_LOCK:
-            _LIVE.discard(process)
+        _children.forget(process)
     code = process.returncode
     if code == 0:
         return Outcome(out)
@@ -308,33 +294,25 @@ def _infer_one_shot(model: bytes, limit: float, data_prop: bool) -> Outcome:
 
 def _spawn(args: list[str]) -> subprocess.Popen[bytes] | str:
     """Start ``python -m`` this module (a string says why it was not started)."""
-    with _LIVE_LOCK:  # held across the start, so kill_all() cannot miss this process
-        if _SHUTTING_DOWN:
-            return "ONNX shape inference skipped: Python is exiting"
-        try:
-            process = subprocess.Popen(
-                [sys.executable, "-m", __name__, *args],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=_package_root(),
-            )
-        except OSError as exc:
-            return f"cannot start a process for ONNX shape inference: {exc}"
-        _LIVE.add(process)
+    try:
+        process = _children.start(
+            _KIND, [sys.executable, "-m", __name__, *args], cwd=_package_root()
+        )
+    except OSError as exc:
+        return f"cannot start a process for ONNX shape inference: {exc}"
+    if process is None:
+        return "ONNX shape inference skipped: Python is exiting"
     return process
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(OSError):
-        process.kill()
+_kill = _children.kill
 
 
 def _forget_after_fork() -> None:
-    """A forked copy of this process does not own its parent's children (nor their
-    pipes): it starts its own worker if it needs one."""
-    global _LIVE, _LIVE_LOCK, _WORKER, _REQUEST_LOCK
-    _LIVE, _LIVE_LOCK, _WORKER, _REQUEST_LOCK = set(), threading.Lock(), None, threading.Lock()
+    """A forked copy of this process does not own its parent's worker (nor its pipes):
+    it starts its own if it needs one (the registry forgets the children itself)."""
+    global _WORKER, _REQUEST_LOCK
+    _WORKER, _REQUEST_LOCK = None, threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):

@@ -26,6 +26,7 @@ from ...sources.remote import RemoteDir
 from ..protobuf._wire import ONNX_MODEL_SCHEMA, Stripped, strip_file, strip_payloads
 from ._graph import function, graph, materialize, opset_imports
 from ._shape_inference import ShapeInference
+from ._support import OnnxSupport
 from ._values import TensorContext, _s, value_info
 
 #: raw_data from this size on is cut out and read from the file; smaller payloads stay in
@@ -48,6 +49,7 @@ def model_from_proto(
     stripped: Stripped | None = None,
     model_file: Any = None,
     files: DataFiles | None = None,
+    data: bytes | None = None,
 ) -> Model:
     ctx = TensorContext(base_dir, stripped, model_file)
     if files is not None:
@@ -66,8 +68,7 @@ def model_from_proto(
         metadata_props={_s(p.key): _s(p.value) for p in proto.metadata_props},
         functions=tuple(function(ctx, f) for f in proto.functions),
         data_files=ctx.files,
-        source=proto,
-        type_inference=ShapeInference(proto, value_info),
+        support=OnnxSupport(proto, ShapeInference(proto, value_info), data),
     )
 
 
@@ -157,9 +158,7 @@ def read_onnx_bytes(data: bytes, external_data_dir: Path | RemoteDir | None = No
     base = external_data_dir
     if base is not None and not isinstance(base, RemoteDir):
         base = Path(base)
-    model = model_from_proto(proto, base_dir=base, stripped=stripped, model_file=data)
-    model.source_bytes = data
-    return model
+    return model_from_proto(proto, base_dir=base, stripped=stripped, model_file=data, data=data)
 
 
 def read_onnx_proto(proto: onnx.ModelProto, external_data_dir: Path | None = None) -> Model:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ...errors import ModelFormatError
 from ...sources import ByteSource
+from ._varint import decode_varint, encode_varint
 
 #: Payloads at least this long are replaced by a marker (smaller ones are cheaper to keep).
 DEFAULT_THRESHOLD = 256
@@ -53,22 +54,6 @@ class Stripped:
             return None
         (index,) = struct.unpack_from("<I", value, len(MAGIC) + 8)
         return index if index < len(self.ranges) else None
-
-
-def _varint(buf: Any, pos: int, end: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if pos >= end:
-            raise ModelFormatError("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ModelFormatError("malformed varint")
 
 
 class FileBuffer:
@@ -190,22 +175,6 @@ def strip_file(
         os.close(fd)
 
 
-def _encode_varint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    if value < 0x4000:
-        return bytes((value & 0x7F | 0x80, value >> 7))
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 #: Tensors from which a run of them is cut together in numpy (see ``protowire_batch``).
 BATCH_FROM = 8
 
@@ -317,10 +286,10 @@ class _Walker:
             if tag < 0x80:
                 pos += 1
             else:
-                tag, pos = _varint(buf, pos, end)
+                tag, pos = decode_varint(buf, pos, end)
             wire = tag & 7
             if wire == 2:
-                length, pos = _varint(buf, pos, end)
+                length, pos = decode_varint(buf, pos, end)
                 payload_start = pos
                 pos += length
                 if pos > end:
@@ -331,7 +300,7 @@ class _Walker:
                 if length >= threshold and tag >> 3 in wanted:
                     found.append((field_start, tag, payload_start, length))
             elif wire == 0:
-                _, pos = _varint(buf, pos, end)
+                _, pos = decode_varint(buf, pos, end)
             elif wire == 1:
                 pos += 8
             elif wire == 5:
@@ -420,7 +389,7 @@ class _Walker:
                 end = payload_start + length
                 inner = self._rewrite_leaf(payload_start, end, schema.cut)
                 if inner is not None:
-                    prefix = _encode_varint(tag) + _encode_varint(inner[1])
+                    prefix = encode_varint(tag) + encode_varint(inner[1])
                     out.replace(field_start, end, [prefix, *inner[0]], len(prefix) + inner[1])
             return
         view = self._view
@@ -428,7 +397,7 @@ class _Walker:
         ranges = self.ranges
         size = out.size
         copied_from = out.copied_from
-        tag_bytes = {tag: _encode_varint(tag) for tag in {field[1] for field in run}}
+        tag_bytes = {tag: encode_varint(tag) for tag in {field[1] for field in run}}
         # What a marker field starts with, by the tag of the field cut.
         heads = {t: bytes((t, MARKER_LENGTH)) + self._prefix for t in {cut[2] for cut in batch}}
         # The tensor becomes: its tag, its new length, its fields before the payload, the
@@ -437,7 +406,7 @@ class _Walker:
             field_start, tag, payload_start, length = run[message]
             resume = cut_payload + cut_length
             new_length = length - (resume - at) + 2 + MARKER_LENGTH
-            prefix = tag_bytes[tag] + _encode_varint(new_length)
+            prefix = tag_bytes[tag] + encode_varint(new_length)
             pieces += (
                 view[copied_from:field_start],
                 prefix,
@@ -469,7 +438,7 @@ class _Walker:
             if inner is None:
                 return None
             payload, new_length = inner
-        prefix = _encode_varint(tag) + _encode_varint(new_length)
+        prefix = encode_varint(tag) + encode_varint(new_length)
         return [prefix, *payload], len(prefix) + new_length
 
     def _marker(self, offset: int, length: int) -> bytes:
@@ -488,7 +457,7 @@ class _Walker:
         copied_from = start
         for field_start, tag, payload_start, length in self._scan(start, end, Schema({}, cut)):
             head = view[copied_from:field_start]
-            prefix = _encode_varint(tag) + _encode_varint(MARKER_LENGTH)
+            prefix = encode_varint(tag) + encode_varint(MARKER_LENGTH)
             pieces += (head, prefix, self._marker(payload_start, length))
             size += len(head) + len(prefix) + MARKER_LENGTH
             copied_from = payload_start + length
@@ -507,7 +476,7 @@ class _Walker:
         """
         key = id(schema)
         if key not in self._signatures:
-            tags = {_encode_varint(f << 3 | 2) for f in _cut_fields(schema)}
+            tags = {encode_varint(f << 3 | 2) for f in _cut_fields(schema)}
             pattern = None
             if tags and self.threshold >= 0x80:
                 alternatives = b"|".join(re.escape(t) for t in sorted(tags))

@@ -19,6 +19,7 @@ import struct
 from collections.abc import Iterator
 
 from ....errors import ModelFormatError
+from ...protobuf import decode_varint
 from ._crc32c import crc32c, unmask
 
 MAGIC = 0xDB4775248B80FB57
@@ -31,23 +32,9 @@ _NO_COMPRESSION, _SNAPPY = 0, 1
 MAX_KEY_BYTES = 4096
 
 
-def _varint(buf: bytes, pos: int, end: int, what: str, bits: int = 64) -> tuple[int, int]:
-    result = shift = 0
-    while pos < end:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift >= bits + 7:
-            break
-    raise ModelFormatError(f"{what}: malformed or truncated varint")
-
-
 def _handle(buf: bytes, pos: int, end: int, what: str) -> tuple[int, int, int]:
-    offset, pos = _varint(buf, pos, end, what)
-    size, pos = _varint(buf, pos, end, what)
+    offset, pos = decode_varint(buf, pos, end, what)
+    size, pos = decode_varint(buf, pos, end, what)
     return offset, size, pos
 
 
@@ -85,9 +72,9 @@ def block_entries(block: bytes, what: str) -> Iterator[tuple[bytes, bytes]]:
     pos = 0
     key = b""
     while pos < limit:
-        shared, pos = _varint(block, pos, limit, what, 32)
-        unshared, pos = _varint(block, pos, limit, what, 32)
-        value_len, pos = _varint(block, pos, limit, what, 32)
+        shared, pos = decode_varint(block, pos, limit, what, 32)
+        unshared, pos = decode_varint(block, pos, limit, what, 32)
+        value_len, pos = decode_varint(block, pos, limit, what, 32)
         if shared > len(key) or pos + unshared + value_len > limit:
             raise ModelFormatError(f"{what}: block entry at {pos} is inconsistent or truncated")
         if shared + unshared > MAX_KEY_BYTES:

@@ -18,6 +18,7 @@ from ....model import Dim, Function, Graph, Model, Node, ValueInfo
 from ....tensors import Tensor
 from ._attrs import AttrReader, shape_dims
 from ._ops import INPUT_OPS, NOT_OUTPUTS, output_dtype
+from ._support import GraphDefSupport
 from ._tensors import TensorContext, tf_type_name
 
 _DENSE_PORTS = 1024  # above this a node lists only the ports it is read from
@@ -307,7 +308,7 @@ def model_from_graphdef(
         metadata_props=metadata,
         functions=functions,
         data_files=data_files,
-        source=proto,
+        support=GraphDefSupport(),
     )
 
 

@@ -31,6 +31,7 @@ from ....tensors import Tensor
 from ..bundle._read import Bundle
 from ..graphdef._attrs import shape_dims
 from ..graphdef._build import model_from_graphdef
+from ..graphdef._support import GraphDefSupport
 from ..graphdef._tensors import TensorContext, tf_type_name
 
 VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable"})
@@ -232,7 +233,6 @@ def build_model(
     ctx: TensorContext,
     files: DataFiles | None,
     variables: Variables,
-    source: Any,
 ) -> Model:
     if not metas:
         raise ModelFormatError(f"{what} holds no MetaGraphDef")
@@ -289,7 +289,7 @@ def build_model(
     return Model(
         graph, format="graphdef", path=path, producer_name="TensorFlow",
         producer_version=info.tensorflow_version, metadata_props=metadata,
-        functions=tuple(functions.values()), data_files=files, source=source,
+        functions=tuple(functions.values()), data_files=files, support=GraphDefSupport(),
     )  # fmt: skip
 
 

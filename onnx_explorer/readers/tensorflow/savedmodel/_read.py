@@ -75,7 +75,7 @@ def read_saved_model_file(path: Path, kind: str = "savedmodel") -> Model:
             variables = _variables(prefix, files, missing)
         return build_model(
             meta_graphs(proto, kind), kind=kind, name=_name(path), what=what, path=path, ctx=ctx,
-            files=files, variables=variables, source=proto,
+            files=files, variables=variables,
         )  # fmt: skip
     except BaseException:
         files.close()
@@ -103,7 +103,7 @@ def read_saved_model_bytes(data: bytes, kind: str = "savedmodel") -> Model:
     note = "loaded from bytes: graph only, no variable values"
     return build_model(
         meta_graphs(proto, kind), kind=kind, name=kind, what=what, path=None, ctx=ctx, files=None,
-        variables=Variables(None, note), source=proto,
+        variables=Variables(None, note),
     )  # fmt: skip
 
 
