@@ -27,12 +27,13 @@ from ..stats import (
     tensor_stats,
     tensor_values,
 )
+from ..weights._quant import channel_axis  # the per-op axis rules live with quantization's
 from ._text import number_text, plain_text, share_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..model import Graph, Node
+    from ..model import Graph
     from ..tensors import Tensor
 
 _COLOR = "#4c72b0"
@@ -153,46 +154,6 @@ def warm_up(draw: Callable[[], bool] | None = None) -> None:
 
 
 # -- per-channel ranges -------------------------------------------------------------------
-def _attr(node: Node, name: str, default: int) -> int:
-    attr = node.attributes.get(name)
-    return int(attr.value) if attr is not None and attr.value is not None else default
-
-
-def channel_axis(graph: Graph | None, name: str, rank: int, _depth: int = 0) -> int:
-    """The output-channel axis of weight ``name``, judged from the node consuming it.
-
-    Conv / QLinearConv weights (OIHW): 0; ConvTranspose (IOHW): 1; MatMul's second
-    input ``[..., K, N]``: the last; Gemm's B: 1, or 0 with ``transB``; the weight
-    behind a DequantizeLinear: as for the node that consumes the dequantized value.
-    Anything else: 0.
-    """
-    if graph is None or rank < 2:
-        return 0
-    for node in graph.consumers(name):
-        op = node.op_type
-        positions = [i for i, value in enumerate(node.inputs) if value == name]
-        if not positions:
-            continue
-        position = positions[0]
-        if op in ("Conv", "ConvInteger", "DeformConv") and position == 1:
-            return 0
-        if op == "ConvTranspose" and position == 1:
-            return 1
-        if op == "QLinearConv" and position == 3:
-            return 0
-        if op in ("MatMul", "MatMulInteger", "QLinearMatMul", "MatMulIntegerToFloat"):
-            second = {"QLinearMatMul": 3}.get(op, 1)
-            return rank - 1 if position == second else rank - 2
-        if op in ("Gemm", "QGemm"):
-            b = 3 if op == "QGemm" else 1
-            if position == b:
-                return 0 if _attr(node, "transB", 0) else 1
-            return 1 if _attr(node, "transA", 0) else 0
-        if op == "DequantizeLinear" and position == 0 and node.outputs and _depth < 4:
-            return channel_axis(graph, node.outputs[0], rank, _depth + 1)
-    return 0
-
-
 def _reduce_run(mins: np.ndarray, maxs: np.ndarray, v: np.ndarray, channel: int) -> None:
     mins[channel] = np.fmin(mins[channel], np.fmin.reduce(v))
     maxs[channel] = np.fmax(maxs[channel], np.fmax.reduce(v))

@@ -256,6 +256,40 @@ def _lstm_gates(node: Node, rank: int) -> int:
     return 0  # a 1-D scale of DynamicQuantizeLSTM: one per direction
 
 
+def channel_axis(graph: Graph | None, name: str, rank: int, _depth: int = 0) -> int:
+    """The output-channel axis of weight ``name``, judged from the node consuming it.
+
+    Conv / QLinearConv weights (OIHW): 0; ConvTranspose (IOHW): 1; MatMul's second
+    input ``[..., K, N]``: the last; Gemm's B: 1, or 0 with ``transB``; the weight
+    behind a DequantizeLinear: as for the node that consumes the dequantized value.
+    Anything else: 0.
+    """
+    if graph is None or rank < 2:
+        return 0
+    for node in graph.consumers(name):
+        op = node.op_type
+        positions = [i for i, value in enumerate(node.inputs) if value == name]
+        if not positions:
+            continue
+        position = positions[0]
+        if op in ("Conv", "ConvInteger", "DeformConv") and position == 1:
+            return _output_channels(node, rank)
+        if op == "ConvTranspose" and position == 1:
+            return 1
+        if op == "QLinearConv" and position == 3:
+            return _output_channels(node, rank)
+        if op in ("MatMul", "MatMulInteger", "QLinearMatMul", "MatMulIntegerToFloat"):
+            second = {"QLinearMatMul": 3}.get(op, 1)
+            return (_columns if position == second else _rows)(node, rank)
+        if op in ("Gemm", "QGemm"):
+            if position == (3 if op == "QGemm" else 1):
+                return _gemm_b(node, rank)
+            return 1 if _attr(node, "transA", 0) else 0
+        if op == "DequantizeLinear" and position == 0 and node.outputs and _depth < 4:
+            return channel_axis(graph, node.outputs[0], rank, _depth + 1)
+    return 0
+
+
 @dataclass(frozen=True)
 class _Rule:
     scale: int | None  # input position of the scale; None: the Mul after the node applies it
@@ -829,6 +863,7 @@ __all__ = [
     "ScaleUnknownError",
     "StoredDequantization",
     "StoredParameters",
+    "channel_axis",
     "dequantization_for",
     "find_dequantization",
     "stored_dequantization",
