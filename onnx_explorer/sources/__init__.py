@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .base import ByteSource
 from .local import LocalFile
+from .memory import InMemory
 from .urls import is_url, redact_url
 
-__all__ = ["ByteSource", "LocalFile", "is_url", "redact_url"]
+__all__ = ["ByteSource", "InMemory", "LocalFile", "is_url", "redact_url"]

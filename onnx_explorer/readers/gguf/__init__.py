@@ -9,6 +9,9 @@ IQ*, TQ*, MXFP4) are dequantized block by block by the optional ``gguf`` package
 from __future__ import annotations
 
 from ._header import looks_like_gguf
-from ._read import read_gguf_file, read_gguf_source
+from ._read import read_gguf_bytes, read_gguf_file, read_gguf_source
 
-__all__ = ["looks_like_gguf", "read_gguf_file", "read_gguf_source"]
+#: Suffixes GGUF files are stored under (for the readers' format table).
+SUFFIXES = (".gguf",)
+
+__all__ = ["SUFFIXES", "looks_like_gguf", "read_gguf_bytes", "read_gguf_file", "read_gguf_source"]

@@ -38,6 +38,9 @@ DEFAULT_ALIGNMENT = 32
 MAX_DEPTH = 8
 #: Most dims a tensor may declare (ggml has 4).
 MAX_DIMS = 8
+#: Most tensors and metadata keys a file may declare (real models: a few thousand at
+#: most); each costs a Python object, so a hostile count must not fill memory.
+MAX_TENSORS = MAX_KEYS = 1 << 20
 #: Longest key or tensor name, in bytes (ggml's tensor names have at most 63).
 MAX_NAME_BYTES = 1 << 16
 #: Characters of a string value kept (a chat template is a few KB); longer ones are cut.
@@ -99,7 +102,7 @@ def looks_like_gguf(head: bytes) -> bool:
 
 
 class _Parser:
-    def __init__(self, source: ByteSource, version: int, cursor: Cursor) -> None:
+    def __init__(self, version: int, cursor: Cursor) -> None:
         self.cur = cursor
         self.what = cursor.what
         self.wide = version >= 2  # v1: 32-bit counts and lengths
@@ -109,10 +112,15 @@ class _Parser:
     def size_field(self, doing: str) -> int:
         return self.cur.u64(doing) if self.wide else self.cur.u32(doing)
 
-    def counted(self, item_bytes: int, doing: str) -> int:
-        """A count of items of at least ``item_bytes`` bytes each, that must fit the file."""
+    def counted(self, item_bytes: int, doing: str, limit: int | None = None) -> int:
+        """A count of items of at least ``item_bytes`` bytes each, that must fit the file
+        (and be at most ``limit``)."""
         at = self.cur.pos
         n = self.size_field(doing)
+        if limit is not None and n > limit:
+            raise ModelFormatError(
+                f"{self.what}: {doing} is {n}, more than any model has (at most {limit})"
+            )
         if n * item_bytes > self.cur.remaining:
             raise ModelFormatError(
                 f"{self.what}: {doing} declares {n} items at offset {at}, more "
@@ -224,12 +232,12 @@ def read_header(source: ByteSource) -> Header:
                 "supported: convert it on a little-endian machine"
             )
         raise ModelFormatError(f"{what}: GGUF version {version} is not supported (1, 2 or 3)")
-    parser = _Parser(source, version, cur)
+    parser = _Parser(version, cur)
     size_bytes = 8 if version >= 2 else 4
     # Smallest tensor info: name length, dims count, type, offset; smallest key/value:
     # key length, value type, one byte of value.
-    tensor_count = parser.counted(size_bytes + 4 + 4 + 8, "the tensor count")
-    kv_count = parser.counted(size_bytes + 4 + 1, "the key/value count")
+    tensor_count = parser.counted(size_bytes + 4 + 4 + 8, "the tensor count", MAX_TENSORS)
+    kv_count = parser.counted(size_bytes + 4 + 1, "the key/value count", MAX_KEYS)
     metadata: dict[str, str] = {
         "GGUF.version": str(version),
         "GGUF.tensor_count": str(tensor_count),

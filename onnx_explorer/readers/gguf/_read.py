@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,11 @@ def read_gguf_source(
     )
 
 
+def read_gguf_bytes(data: bytes | bytearray | memoryview, name: str = "<bytes>") -> Model:
+    """A GGUF file's whole bytes, already in memory (tensors are views of them)."""
+    return read_gguf_source(_Bytes(data, name))
+
+
 def read_gguf_file(path: Path | str) -> Model:
     """A ``.gguf`` file on disk (its header only; tensors are read when looked at)."""
     path = Path(path)
@@ -82,6 +88,23 @@ def _tensor(info: TensorInfo, source: ByteSource) -> Tensor:
     return Tensor(info.name, element, info.shape, data)
 
 
+class _Bytes(ByteSource):
+    """A GGUF file's bytes in memory, read by range like a file."""
+
+    def __init__(self, data: bytes | bytearray | memoryview, display: str) -> None:
+        self._data = memoryview(data).cast("B")
+        self.display = display
+
+    @property
+    def size(self) -> int:
+        return len(self._data)
+
+    def read_into(self, offset: int, out: Any) -> None:
+        target = memoryview(out).cast("B")
+        self.check_range(offset, len(target))
+        target[:] = self._data[offset : offset + len(target)]
+
+
 class _Unreadable(TensorSource):
     """A tensor of a ggml type unknown to this reader: every read says so."""
 
@@ -105,4 +128,4 @@ class _Unreadable(TensorSource):
         raise self._error(name)
 
 
-__all__ = ["Header", "read_gguf_file", "read_gguf_source"]
+__all__ = ["Header", "read_gguf_bytes", "read_gguf_file", "read_gguf_source"]
