@@ -253,11 +253,6 @@ def not_a_model(head: bytes, name: str = "") -> str | None:
     if not head:
         return "is empty (0 bytes): the download or export did not finish"
     name = name.lower()
-    if head[4:8] == b"TFL3":
-        return (
-            "is a TensorFlow Lite flatbuffer, not ONNX: convert it first "
-            "(python -m tf2onnx.convert --tflite FILE --output model.onnx)"
-        )
     if head.startswith(b"PK\x03\x04"):
         if b"data.pkl" in head[30:300] or name.endswith((".pt", ".pth", ".bin", ".ckpt")):
             return f"is a PyTorch checkpoint (a zip archive); {_TORCH}"

@@ -9,15 +9,21 @@ from pathlib import Path
 
 from ..errors import ModelFormatError
 from ._format import Format
+from .gguf import FORMAT as GGUF
 from .onnx import FORMAT as ONNX
+from .safetensors import FORMAT as SAFETENSORS
 from .tensorflow.graphdef import FORMAT as GRAPHDEF
 from .tensorflow.savedmodel import FORMAT as SAVEDMODEL
 from .tensorflow.savedmodel import METAGRAPH_FORMAT as METAGRAPH
+from .tflite import FORMAT as TFLITE
 
-#: Every format the readers know, in the order their sniffs are asked. The protobuf
-#: family (ONNX, GraphDef, SavedModel, MetaGraphDef: all ``.pb``) comes last: one shared
+#: Every format the readers know, in the order their sniffs are asked. Formats with a
+#: signature of their own (a magic number, a header) come first; the protobuf family
+#: (ONNX, GraphDef, SavedModel, MetaGraphDef: all ``.pb``) comes last: one shared
 #: judgement of the bytes gives each protobuf-looking file to exactly one of them.
-FORMATS: tuple[Format, ...] = (ONNX, GRAPHDEF, SAVEDMODEL, METAGRAPH)
+FORMATS: tuple[Format, ...] = (
+    SAFETENSORS, GGUF, TFLITE, ONNX, GRAPHDEF, SAVEDMODEL, METAGRAPH
+)  # fmt: skip
 
 #: Bytes of a file's start that sniffs look at.
 HEAD_BYTES = 4096

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from locations import CORPUS
 from onnx import TensorProto, helper
 
 import onnx_explorer as ox
@@ -107,12 +108,24 @@ def test_the_protobuf_rows_sniff_the_same_file_exactly_once(tmp_path: Path):
 
 
 def test_a_file_no_row_claims_says_what_it_is(tmp_path: Path):
-    path = tmp_path / "m.tflite"
-    path.write_bytes(b"\x1c\x00\x00\x00TFL3" + bytes(64))
-    if any(row.sniff(path.read_bytes()[:4096], ".tflite", path.name) for row in FORMATS):
-        pytest.skip("a TFLite reader is in the table")
-    with pytest.raises(ModelFormatError, match="TensorFlow Lite"):
+    path = tmp_path / "weights.pt"
+    path.write_bytes(b"PK\x03\x04" + bytes(26) + b"archive/data.pkl" + bytes(64))
+    with pytest.raises(ModelFormatError, match="PyTorch checkpoint"):
         ox.load(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "format"),
+    [("silero_vad_16k.safetensors", "safetensors"), ("hey_jarvis.tflite", "tflite"),
+     ("ggml-vocab-bert-bge.gguf", "gguf")],
+)  # fmt: skip
+def test_weight_formats_are_recognised_by_content_not_suffix(tmp_path: Path, name, format):
+    data = (CORPUS / "other_formats" / name).read_bytes()
+    renamed = tmp_path / "model.bin"
+    renamed.write_bytes(data)
+    assert detect_format(renamed) == format
+    assert ox.load(renamed).format == format
+    assert ox.load(data).format == format
 
 
 def test_a_model_carries_its_format_support_and_no_source():

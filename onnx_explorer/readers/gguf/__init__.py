@@ -8,10 +8,50 @@ IQ*, TQ*, MXFP4) are dequantized block by block by the optional ``gguf`` package
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ...external_data import DataFiles
+from ...model import Model
+from ...sources import ByteSource
+from ...sources.remote import RemoteDir
+from .._format import Format
 from ._header import looks_like_gguf
 from ._read import read_gguf_bytes, read_gguf_file, read_gguf_source
 
 #: Suffixes GGUF files are stored under (for the readers' format table).
 SUFFIXES = (".gguf",)
 
-__all__ = ["SUFFIXES", "looks_like_gguf", "read_gguf_bytes", "read_gguf_file", "read_gguf_source"]
+
+def _sniff(head: bytes, suffix: str, name: str) -> bool:
+    return looks_like_gguf(head)
+
+
+def _read_path(path: Path, data_dir: Path | None) -> Model:
+    return read_gguf_file(path)
+
+
+def _read_bytes(data: bytes, data_dir: Path | RemoteDir | None) -> Model:
+    return read_gguf_bytes(data)
+
+
+def _read_source(source: ByteSource, base: Path | RemoteDir, files: DataFiles) -> Model:
+    return read_gguf_source(source, files=files)
+
+
+FORMAT = Format(
+    name="gguf",
+    suffixes=SUFFIXES,
+    sniff=_sniff,
+    read_path=_read_path,
+    read_bytes=_read_bytes,
+    read_source=_read_source,
+)
+
+__all__ = [
+    "FORMAT",
+    "SUFFIXES",
+    "looks_like_gguf",
+    "read_gguf_bytes",
+    "read_gguf_file",
+    "read_gguf_source",
+]
