@@ -19,6 +19,7 @@ escaped labels, and in the hover ``titles`` that ``render.py`` writes into the S
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -183,6 +184,7 @@ class _Builder:
         self.boxes: list[Scope] = []  # collapsed scopes drawn as boxes
         self.counters: dict[str, int] = {}
         self.drawn = 0
+        self.in_order: list[str] = []  # ids of drawn nodes and scope boxes, file order
         self.expanded: tuple[str, ...] = ()
         self.focus: str | None = None
         self.rep: Callable[[int], str | None] = self.node_ids.get
@@ -253,6 +255,8 @@ class _Builder:
             )
         self._emit_io(n_io)
         self._emit_edges()
+        if not self.index.edges and not self.index.output_edges:
+            self._emit_file_order()
         folded = len(self.index.folded_nodes)
         if folded:
             self.notes.append(f"{folded:,} constant nodes drawn inside the nodes that use them")
@@ -339,6 +343,7 @@ class _Builder:
                 lines = self._scope_lines(member)
                 fill = self._scope_fill(member)
                 self.lines.append(dot.scope_box(box, lines, member.synthetic, changes, fill))
+                self.in_order.append(box)
                 self.drawn += 1
 
     def _members(self, scope: Scope, memo: dict[int, str | None]) -> Iterator[Scope | int]:
@@ -408,6 +413,7 @@ class _Builder:
         node = self.graph.nodes[i]
         nid = self.new_id("n")
         self.node_ids[i] = nid
+        self.in_order.append(nid)
         self.drawn += 1
         op = as_text(node.qualified_op)
         lines = [one_line(op, LABEL_CHARS)]
@@ -488,7 +494,11 @@ class _Builder:
             names = self.slot_names(node.domain, node.op_type)
             if names:
                 return shorten(names[min(slot, len(names) - 1)], 20)
-        base = as_text(value).rstrip("/").rpartition("/")[2]
+        text = as_text(value)
+        own = as_text(node.name).replace("/", ".") + "."
+        if text.startswith(own) and len(text) > len(own):  # named after its node: a.b.weight
+            return shorten(text[len(own) :], 20)
+        base = text.rstrip("/").rpartition("/")[2]
         return shorten(base.rpartition(":")[0] if base.endswith(":0") else base, 20) or "?"
 
     def _emit_io(self, limit: int) -> None:
@@ -610,6 +620,12 @@ class _Builder:
             label, title = self._edge_text(values)
             self.titles[eid] = ("read inside the body: " + title) if implicit else title
             self.lines.append(dot.edge(eid, src, dst, label, implicit=implicit, floating=floating))
+
+    def _emit_file_order(self) -> None:
+        """A graph without data edges (a checkpoint's modules) stacks its boxes in file
+        order with invisible edges; without them ``dot`` puts every box in one row."""
+        for src, dst in itertools.pairwise(self.in_order):
+            self.lines.append(dot.order_edge(src, dst))
 
     @staticmethod
     def _merge(merged: dict[tuple[str, str], list[Any]], src: str, dst: str, edge: Edge) -> None:

@@ -214,6 +214,11 @@ def edge(
     return f"{src} -> {dst} [{' '.join(attrs)}]"
 
 
+def order_edge(src: str, dst: str) -> str:
+    """An invisible edge that only keeps two boxes one above the other."""
+    return f"{src} -> {dst} [style=invis]"
+
+
 def control_edge(eid: str, src: str, dst: str, count: int) -> str:
     """Bundled ordering-only edges; they must not shape the layout (constraint=false)."""
     attrs = [f'id="{eid}"', 'style=dashed color="#adb5bd" arrowhead=odot constraint=false']
