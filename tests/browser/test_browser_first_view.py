@@ -29,9 +29,31 @@ VIEWS = [
     ("VAD main graph", CORPUS / "silero_vad_16k_op15.onnx", "/"),
     ("VAD If body", CORPUS / "silero_vad_16k_op15.onnx", "/model/decoder/If_1/then_branch"),
     ("SavedModel network", SAVED / "tf2_mlp", "function::__inference___call___26"),
+    ("safetensors checkpoint", CORPUS / "other_formats" / "silero_vad_16k.safetensors", "/"),
+    ("TFLite model", CORPUS / "other_formats" / "hey_jarvis.tflite", "/"),
+    ("GGUF model", Path("tiny_llm.gguf"), "/"),  # written by the reference writer below
 ]
 
-SETUP = "import onnx_explorer as ox\nviews = {}\n"
+# A small GGUF with quantized blocks, written by the format's own library (gguf-py).
+GGUF_WRITER = """
+import gguf, numpy as np
+rng = np.random.default_rng(0)
+writer = gguf.GGUFWriter("tiny_llm.gguf", "llama")
+writer.add_name("tiny llm")
+writer.add_tensor("token_embd.weight", rng.standard_normal((64, 32)).astype(np.float32))
+for i in range(2):
+    for part in ("attn_q", "attn_k", "ffn_up"):
+        q = gguf.quants.quantize(rng.standard_normal((32, 64)).astype(np.float32),
+                                 gguf.GGMLQuantizationType.Q8_0)
+        writer.add_tensor(f"blk.{i}.{part}.weight", q, raw_shape=q.shape,
+                          raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+writer.write_header_to_file()
+writer.write_kv_data_to_file()
+writer.write_tensors_to_file()
+writer.close()
+"""
+
+SETUP = "import onnx_explorer as ox\nviews = {}\n" + GGUF_WRITER
 
 
 def _cell(label: str, source: Path, path: str) -> str:
