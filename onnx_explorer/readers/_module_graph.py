@@ -7,7 +7,9 @@ whose inputs are its tensors, so the explorer's scope tree, search, weight foldi
 weights report work as they do for a real graph. Its op type is the module's own name
 (``q_proj``; ``layers.3`` when that name is a number), so that op counts and search by
 type count module kinds. The nodes have no data edges: the file says nothing about data
-flow, and none is made up. Nodes keep the file's order.
+flow, and none is made up. Nodes keep the file's order; a module's tensors are sorted
+by name, so that two files of one checkpoint written in different orders (writers sort
+by alignment, by name, or not at all) compare equal node for node.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def module_graph(tensors: Mapping[str, Tensor], *, separator: str = ".", name: s
         # ``output_norm.weight`` aside: ``token_embd`` has a module).
         owned.setdefault(module or tensor_name.replace(separator, "/"), []).append(tensor_name)
     nodes = [
-        Node(module, module_kind(module), inputs=tuple(names), has_file_name=False)
+        Node(module, module_kind(module), inputs=tuple(sorted(names)), has_file_name=False)
         for module, names in owned.items()
     ]
     return Graph(name, nodes, (), (), tensors)

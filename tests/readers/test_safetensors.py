@@ -50,10 +50,10 @@ def test_tensors_are_grouped_into_modules_by_their_dotted_names(tmp_path):
     save_file({n: np.ones((2, 2), np.float32) for n in names}, tmp_path / "m.safetensors")
     model = read_safetensors_file(tmp_path / "m.safetensors")
     nodes = {n.name: n.inputs for n in model.graph.nodes}
-    assert set(nodes["model/layers/0/self_attn/q_proj"]) == {
-        "model.layers.0.self_attn.q_proj.weight",
+    assert nodes["model/layers/0/self_attn/q_proj"] == (
         "model.layers.0.self_attn.q_proj.bias",
-    }
+        "model.layers.0.self_attn.q_proj.weight",
+    )
     assert nodes["lm_head"] == ("lm_head.weight",) and nodes["scale"] == ("scale",)
     kinds = {n.name: n.op_type for n in model.graph.nodes}
     assert kinds["model/layers/0/self_attn/q_proj"] == "q_proj" and kinds["scale"] == "scale"
