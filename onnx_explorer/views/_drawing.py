@@ -257,6 +257,8 @@ class _Builder:
         self._emit_edges()
         if not self.index.edges and not self.index.output_edges:
             self._emit_file_order()
+        if self.drawn == 0 and not graph.inputs and not graph.outputs:
+            self._emit_empty_note()
         folded = len(self.index.folded_nodes)
         if folded:
             self.notes.append(f"{folded:,} constant nodes drawn inside the nodes that use them")
@@ -621,6 +623,15 @@ class _Builder:
             self.titles[eid] = ("read inside the body: " + title) if implicit else title
             self.lines.append(dot.edge(eid, src, dst, label, implicit=implicit, floating=floating))
 
+    def _emit_empty_note(self) -> None:
+        owner = self.model if self.model is not None else self.graph.model
+        lines = ["this graph has no nodes"]
+        if self.graph.initializers:
+            lines.append(f"{plural(len(self.graph.initializers), 'tensor')} without a node")
+        if owner is not None and owner.metadata_props:
+            lines.append(f"the file holds {plural(len(owner.metadata_props), 'metadata key')}")
+        self.lines.append(dot.empty_note(self.new_id("empty"), lines))
+
     def _emit_file_order(self) -> None:
         """A graph without data edges (a checkpoint's modules) stacks its boxes in file
         order with invisible edges; without them ``dot`` puts every box in one row."""
@@ -819,7 +830,7 @@ def _common_scope(scopes: list[Scope]) -> Scope:
     def chain(scope: Scope) -> list[Scope]:
         path = [scope]
         while path[-1].parent is not None:
-            path.append(path[-1].parent)  # type: ignore[arg-type]
+            path.append(path[-1].parent)
         return path[::-1]
 
     common = chain(scopes[0])

@@ -186,6 +186,12 @@ def value_box(vid: str, lines: Sequence[str], kind: str, *, plain: bool = False)
     return f'{vid} [id="{vid}" shape=ellipse style=filled {style} label={dot_label(list(lines))}]'
 
 
+def empty_note(vid: str, lines: Sequence[str]) -> str:
+    """What stands in the drawing of a graph with nothing to draw (never a blank pane)."""
+    label = dot_label(list(lines))
+    return f'{vid} [id="{vid}" shape=plaintext style="" fontcolor="#495057" label={label}]'
+
+
 def outer_box(vid: str, text: str) -> str:
     """A value from outside this graph (a body's captured name, or a dangling one)."""
     return (

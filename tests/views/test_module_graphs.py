@@ -38,3 +38,12 @@ def test_a_weight_named_after_its_module_shows_its_own_name(tmp_path):
     q_proj = next(line for line in labels if "q_proj\\n" in line)
     assert "\\nweight ⟨4×4⟩ float32" in q_proj and "\\nbias = [1, 1, 1, 1]" in q_proj
     assert "model.layers" not in q_proj
+
+
+def test_a_file_with_metadata_only_draws_a_note_not_a_blank(tmp_path):
+    from locations import CORPUS
+
+    model = ox.load(CORPUS / "other_formats" / "ggml-vocab-bert-bge.gguf")  # vocab only
+    source = model.graph.to_dot()
+    assert "this graph has no nodes" in source
+    assert f"{len(model.metadata_props)} metadata keys" in source
