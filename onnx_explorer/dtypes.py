@@ -114,7 +114,9 @@ def dtype(name: str) -> DType:
         raise KeyError(f"unknown element type {name!r}") from None
 
 
-def decode_bytes(buf: object, dt: DType, count: int) -> np.ndarray:
+def decode_bytes(
+    buf: bytes | bytearray | memoryview | np.ndarray, dt: DType, count: int
+) -> np.ndarray:
     """Decode ``count`` little-endian elements of ``dt`` from a bytes-like object.
 
     Returns a read-only view where the layout allows (no copy of mapped data);
@@ -123,7 +125,7 @@ def decode_bytes(buf: object, dt: DType, count: int) -> np.ndarray:
     """
     if isinstance(dt, BlockDType):
         raise ValueError(f"{dt.name} is block-quantized: its reader dequantizes it")
-    raw = np.frombuffer(buf, dtype=np.uint8)  # type: ignore[call-overload]
+    raw = np.frombuffer(buf, dtype=np.uint8)
     if dt.bits == 8 and dt.name == "bool":
         return raw[:count].view(np.bool_)
     if dt.bits >= 8:

@@ -92,12 +92,12 @@ def _cmd_many(args: argparse.Namespace) -> int:
             raise ImportError(
                 "--scheduler needs dask.distributed: pip install 'onnx_explorer[distributed]'"
             ) from None
-        client = Client(args.scheduler)
+        client = Client(args.scheduler)  # type: ignore[no-untyped-call]  # dask: no annotations
     try:
         result = weights_report_many([args.path, *args.more], client=client)
     finally:
         if client is not None:
-            client.close()
+            client.close()  # type: ignore[no-untyped-call]  # dask: no annotations
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))
         return 0

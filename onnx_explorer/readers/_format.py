@@ -39,6 +39,14 @@ class Format:
     read_bytes: Callable[[bytes, Path | RemoteDir | None], Model] | None = None
     #: A file read by ranges (a URL): (byte source, where external data is, the data files).
     read_source: Callable[[ByteSource, Path | RemoteDir, DataFiles], Model] | None = None
+    #: The readers ask a source only for a header and, later, each tensor's range
+    #: (safetensors, GGUF): a URL with one of ``suffixes`` is then never fetched whole,
+    #: however small (the protobuf family's small files are: the graph is the file).
+    by_range: bool = False
+    #: A folder at a URL (``https://host/checkpoint/``, ``hf://org/repo``), whose files
+    #: are found by name: (the folder, the data files) → its model, or None when the
+    #: folder holds none of this format.
+    read_folder: Callable[[RemoteDir, DataFiles], Model | None] | None = None
     #: An in-memory message of one of ``proto_types`` (class names, so that asking needs
     #: no import of the format's library): (message, external data directory) → model.
     read_proto: Callable[[Any, Path | None], Model] | None = None

@@ -219,7 +219,8 @@ def segment_model(plan: Plan, nodes: list[int], live: dict[str, Any], outputs: l
         graph, opset_imports=list(src.opset_import), ir_version=src.ir_version
     )
     model.functions.extend(src.functions)
-    return model.SerializeToString()
+    data: bytes = model.SerializeToString()
+    return data
 
 
 def _value_info(name: str, value: Any) -> onnx.ValueInfoProto:

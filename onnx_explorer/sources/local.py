@@ -42,7 +42,7 @@ class LocalFile(ByteSource):
         self._map: mmap.mmap | None = None
         self._size: int | None = None
         self._sha1: str | None = None
-        self._closer: weakref.finalize | None = None
+        self._closer: weakref.finalize[[int], LocalFile] | None = None
 
     def _checked_fd(self) -> int:
         """An open descriptor on the data file, refused unless it is a regular file."""

@@ -6,7 +6,12 @@ disk with ``cache_dir=``); large reads are fetched as asked, in pieces, with a
 progress bar for long transfers. Every answer is checked: a server that returns
 more or fewer bytes than asked (it ignored the Range header, the object changed) is
 an :class:`ExternalDataError`, never a wrong tensor. Sizes come from the object's
-metadata (HEAD / stat) before any read. Nothing shown names credentials: messages
+metadata (HEAD / stat) before any read. The file's first bytes, once fetched (the
+format's sniff, a header), are kept and serve later reads inside them, so a header
+read after the sniff costs no second request. Hub web URLs (``https://huggingface.co/...``)
+are read as ``hf://`` (:mod:`.hub`). A folder (:class:`RemoteDir`) is asked whether it
+holds a name (one metadata request) and, where the store can list (``s3://``,
+``hf://``, not HTTP), what it holds. Nothing shown names credentials: messages
 carry :func:`~.urls.redact_url` forms, and errors of the libraries underneath are
 passed on scrubbed.
 """
@@ -19,9 +24,11 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ExplorerError, ExternalDataError, ModelFormatError, UnsafePathError
 from .base import ByteSource
+from .hub import hub_url
 from .urls import host_of, join_location, parent_url, redact_url, scheme_of, scrub
 
 #: Small reads are served from aligned blocks of this size (one request per block).
@@ -32,6 +39,10 @@ MAX_REQUEST = 16 << 20
 PROGRESS_FROM = 64 << 20
 #: Blocks kept in memory per source.
 MEMORY_BLOCKS = 8
+#: A read from offset 0 up to this size is kept: later reads inside it cost nothing.
+HEAD_KEEP = 1 << 20
+#: Most names a folder listing may return (a listing is only used to find a model).
+MAX_LISTING = 100_000
 
 _HTTP = ("http", "https")
 
@@ -61,6 +72,10 @@ def _failure(display: str, exc: BaseException, doing: str) -> ExternalDataError:
     return ExternalDataError(f"{display!r} {doing}: {type(exc).__name__}: {detail}")
 
 
+class RemoteFolderError(ExternalDataError):
+    """The URL names a folder (a directory, a repository), not a file."""
+
+
 class RemoteFile(ByteSource):
     """One remote object read by ranges; ``bytes_transferred`` counts what came back."""
 
@@ -82,6 +97,16 @@ class RemoteFile(ByteSource):
         self._cache_path: Path | None = None
         self._progress = progress
         self._http = scheme_of(url) in _HTTP
+        # hf:// reads through fsspec's buffered file: without this each range would be
+        # read ahead by a block of megabytes.
+        self._read_options: dict[str, Any] = (
+            {"allow_redirects": False}
+            if self._http
+            else {"cache_type": "none"}
+            if scheme_of(url) == "hf"
+            else {}
+        )
+        self._head = b""  # the file's first bytes, as far as they were fetched
         self._lock = threading.Lock()
         self._size: int | None = None
         self._blocks: OrderedDict[int, bytes] = OrderedDict()
@@ -111,7 +136,7 @@ class RemoteFile(ByteSource):
                 )
             self._read_url = final  # same host: read where the server sent us
         if info.get("type") == "directory":
-            raise ExternalDataError(f"{self.display!r} is a directory, not a file")
+            raise RemoteFolderError(f"{self.display!r} is a directory, not a file")
         size = info.get("size")
         if not isinstance(size, int) or size < 0:
             raise ExternalDataError(
@@ -131,6 +156,10 @@ class RemoteFile(ByteSource):
         self.check_range(offset, len(target))
         if not target:
             return
+        head = self._head
+        if offset + len(target) <= len(head):
+            target[:] = head[offset : offset + len(target)]
+            return
         if self._cache_path is not None or len(target) < self.block_size:
             self._read_blocks(offset, target)
         else:
@@ -143,17 +172,24 @@ class RemoteFile(ByteSource):
         self.check_range(offset, length)
         if length == 0:
             return b""
+        head = self._head
+        if offset + length <= len(head):
+            return head[offset : offset + length]
         if self._cache_path is not None:
             self._read_blocks(offset, target)
         else:
             self._read_direct(offset, target)
-        return bytes(out)
+        data = bytes(out)
+        if offset == 0 and len(head) < length <= HEAD_KEEP:
+            self._head = data
+        return data
 
     def _get(self, start: int, end: int) -> bytes:
         """One ranged request, checked: exactly ``end - start`` bytes or an error."""
-        kwargs = {"allow_redirects": False} if self._http else {}
         try:
-            data = self._fs.cat_file(self._read_url, start=start, end=end, **kwargs)
+            data: bytes = self._fs.cat_file(
+                self._read_url, start=start, end=end, **self._read_options
+            )
         except Exception as exc:
             raise _failure(self.display, exc, "cannot be read") from None
         with self._lock:
@@ -263,10 +299,14 @@ class RemoteFile(ByteSource):
     def close(self) -> None:
         with self._lock:
             self._blocks.clear()
+            self._head = b""
 
 
 class RemoteDir:
-    """The URL "directory" of a remote model: external data is looked up under it."""
+    """The URL "directory" of a remote model: external data is looked up under it.
+
+    ``url`` is a file's URL (its folder is meant) or a folder's URL ending in ``/``.
+    """
 
     def __init__(self, fs: Any, url: str, **options: Any) -> None:
         self._fs = fs
@@ -274,11 +314,45 @@ class RemoteDir:
         self.display = redact_url(self.url)
         self._options = options
 
+    @property
+    def name(self) -> str:
+        """The folder's last path segment (``repo``, ``repo@main``), or its host."""
+        return self.display.rstrip("/").rsplit("/", 1)[-1]
+
     def resolve(self, location: str, tensor: str) -> str:
         return join_location(self.url, location, tensor)
 
     def open(self, url: str) -> RemoteFile:
         return RemoteFile(self._fs, url, **self._options)
+
+    def exists(self, name: str) -> bool:
+        """Whether the file ``name`` (checked like a location) is in the folder: one
+        metadata request. A missing file is False; any other failure is an error."""
+        url = self.resolve(name, name)
+        try:
+            info = self._fs.info(url)
+        except FileNotFoundError:
+            return False
+        except Exception as exc:
+            raise _failure(redact_url(url), exc, "cannot be asked for") from None
+        return info.get("type") != "directory"
+
+    def names(self) -> list[str] | None:
+        """The names of the files directly in the folder, or None where the store cannot
+        list (HTTP has no listing: an index page is not one) or the listing fails."""
+        if scheme_of(self.url) in _HTTP:
+            return None
+        try:
+            entries = self._fs.ls(self.url, detail=True)
+        except Exception:
+            return None
+        names: list[str] = []
+        for entry in entries[:MAX_LISTING]:
+            if isinstance(entry, dict) and entry.get("type") == "file":
+                name = str(entry.get("name", "")).rstrip("/").rsplit("/", 1)[-1]
+                if name:
+                    names.append(name)
+        return sorted(names)
 
 
 def open_url(
@@ -290,7 +364,36 @@ def open_url(
     progress: bool = True,
 ) -> tuple[RemoteFile, RemoteDir]:
     """The model object at ``url`` and the directory its external data lives in."""
+    fs, url = _filesystem(url, storage_options)
+    options: dict[str, Any] = {
+        "block_size": block_size,
+        "cache_dir": cache_dir,
+        "progress": progress,
+    }
+    return RemoteFile(fs, url, **options), RemoteDir(fs, url, **options)
+
+
+def open_folder(
+    url: str,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    progress: bool = True,
+) -> RemoteDir:
+    """The folder at ``url`` (a directory, a Hub repository or a folder in it)."""
+    fs, url = _filesystem(url, storage_options)
+    parts = urlsplit(url)
+    folder = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/", "", ""))
+    return RemoteDir(
+        fs, folder, block_size=block_size, cache_dir=cache_dir, progress=progress
+    )
+
+
+def _filesystem(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, str]:
+    """The fsspec file system for ``url`` and the URL it reads (Hub web URLs as hf://)."""
     fsspec = require_fsspec()
+    url = hub_url(url)
     display = redact_url(url)
     try:
         fs, _ = fsspec.core.url_to_fs(url, **(storage_options or {}))
@@ -301,12 +404,15 @@ def open_url(
         ) from None
     except (ValueError, TypeError) as exc:
         raise ModelFormatError(f"{display!r} cannot be opened: {scrub(str(exc))[:300]}") from None
-    options: dict[str, Any] = {
-        "block_size": block_size,
-        "cache_dir": cache_dir,
-        "progress": progress,
-    }
-    return RemoteFile(fs, url, **options), RemoteDir(fs, url, **options)
+    return fs, url
 
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "RemoteDir", "RemoteFile", "open_url", "require_fsspec"]
+__all__ = [
+    "DEFAULT_BLOCK_SIZE",
+    "RemoteDir",
+    "RemoteFile",
+    "RemoteFolderError",
+    "open_folder",
+    "open_url",
+    "require_fsspec",
+]

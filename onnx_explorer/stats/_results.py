@@ -65,7 +65,7 @@ class Histogram:
 
     @property
     def centers(self) -> np.ndarray:
-        return (self.edges[:-1] + self.edges[1:]) / 2
+        return np.asarray((self.edges[:-1] + self.edges[1:]) / 2, dtype=np.float64)
 
     def to_dict(self) -> dict[str, Any]:
         return {

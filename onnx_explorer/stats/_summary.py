@@ -118,7 +118,8 @@ class _Summary:
         nan = np.isnan(v)
         self.nan += int(np.count_nonzero(nan))
         self.inf += int(np.count_nonzero(np.isinf(v)))
-        return v[np.isfinite(v)]
+        finite: np.ndarray = v[np.isfinite(v)]
+        return finite
 
     def _sample(self, f: np.ndarray, start: int, size: int) -> None:
         if self.keep_all:

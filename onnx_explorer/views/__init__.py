@@ -34,7 +34,7 @@ from ._index import GraphIndex, graph_index
 from ._layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
 from ._overlay import PALETTE, Ghost, Overlay, Paint, Scale, status_overlay
 from ._plots import PANEL_FIGSIZE, figure_png, histogram_figure, stats_lines, warm_up
-from ._quoting import as_text, html_escape, one_line
+from ._quoting import html_escape, one_line
 from ._recolour import recolour_svg
 from ._render import DEFAULT_TIMEOUT, save_result, svg_from_result
 from ._scale_overlay import REDUCES, Reduce, checked_values, scale_overlay
@@ -43,6 +43,7 @@ from ._summary_text import format_summary
 from ._tables import NodeIndex, SearchError, TensorRow, sort_rows, stats_rows, tensor_rows
 from ._text import (
     TypeTextMode,
+    as_text,
     attribute_text,
     dims_text,
     model_name,

@@ -74,6 +74,8 @@ def format_summary(info: dict[str, Any], width: int | None = None) -> str:
             f"nodes {human_bytes(in_attributes['bytes']):>10}"
         )
     for title, values in (("inputs", info["inputs"]), ("outputs", info["outputs"])):
+        if not values and not info["opsets"]:
+            continue  # a file of weights (safetensors, GGUF) has no inputs: no empty heading
         lines.append(f"{title}")
         for v in values:
             lines.append(f"  {v['name']}  {v['type'] or '?'}  {shape_list_text(v['shape'])}")

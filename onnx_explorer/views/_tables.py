@@ -136,7 +136,7 @@ def sort_rows(rows: list[TensorRow], key: str = "size") -> list[TensorRow]:
         func, descending = SORT_KEYS[key]
     except KeyError:
         raise ValueError(f"unknown sort key {key!r}; use one of {sorted(SORT_KEYS)}") from None
-    return sorted(rows, key=func, reverse=descending)  # type: ignore[arg-type]
+    return sorted(rows, key=func, reverse=descending)
 
 
 # -- statistics as the tensor panel shows them ------------------------------------------

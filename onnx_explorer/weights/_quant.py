@@ -202,7 +202,7 @@ class NBitsDequantization(Dequantization):
                     f"{flat.size} bytes, {self.n * row} needed"
                 )
             values = (flat[byte] >> shift) & ((1 << self.bits) - 1)
-            return values.reshape(-1).astype(np.float32)
+            return np.asarray(values, dtype=np.float32).reshape(-1)
         return np.asarray(zp, np.float32).reshape(-1)
 
     def apply(self, values: np.ndarray, offset: int = 0) -> np.ndarray:

@@ -243,7 +243,7 @@ def _panel(explorer: Explorer) -> ActivationPanel:
         panel = ActivationPanel(explorer)
         nodes_tab = explorer.tabs.children[0]
         nodes_tab.children = (*nodes_tab.children, panel)
-        explorer._activation_panel = panel  # type: ignore[attr-defined]
+        explorer._activation_panel = panel
     return panel
 
 

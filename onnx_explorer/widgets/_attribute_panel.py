@@ -11,8 +11,8 @@ import ipywidgets as widgets
 from ..model import Graph, Model, Node
 from ..tensors import Tensor
 from ..views._edge_types import ValueTypes, value_types
-from ..views._quoting import as_text
 from ..views._text import (
+    as_text,
     attribute_text,
     overlay_value_text,
     shorten,

@@ -22,9 +22,8 @@ from ..model import Graph, Model, Node
 from ..readers import load, warm_up
 from ..tensors import Tensor
 from ..views._overlay import Overlay
-from ..views._quoting import as_text
 from ..views._scale_overlay import REDUCES, Reduce, checked_values, scale_overlay
-from ..views._text import model_name
+from ..views._text import as_text, model_name
 from . import _html as h
 from ._attribute_panel import AttributePanel
 from ._model_panel import ModelPanel

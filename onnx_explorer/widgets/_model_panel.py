@@ -10,8 +10,7 @@ import ipywidgets as widgets
 
 from ..model import Model
 from ..summary import summarize
-from ..views._quoting import as_text
-from ..views._text import MISSING, human_bytes, human_count, shape_text
+from ..views._text import MISSING, as_text, human_bytes, human_count, shape_text
 from . import _html as h
 
 
@@ -108,6 +107,8 @@ class ModelPanel(widgets.VBox):
                 ),
             ]
         for title in ("inputs", "outputs"):
+            if not info[title] and not info["opsets"]:
+                continue  # a file of weights (safetensors, GGUF): no empty table
             rows: list[tuple[Any, ...]] = [
                 (
                     v["name"],

@@ -9,9 +9,8 @@ import ipywidgets as widgets
 import traitlets
 
 from ..model import Graph
-from ..views._quoting import as_text
 from ..views._tables import NodeIndex, SearchError
-from ..views._text import middle_cut, overlay_value_text
+from ..views._text import as_text, middle_cut, overlay_value_text
 from ._picking import QuietPicking
 
 PAGE_SIZE = 200

@@ -17,9 +17,8 @@ import traitlets
 from ..errors import ExplorerError
 from ..model import Graph
 from ..tensors import Tensor
-from ..views._quoting import as_text
 from ..views._tables import TensorRow, sort_rows, stats_rows, tensor_rows
-from ..views._text import human_bytes, preview_values, shape_text, typed_shape_text
+from ..views._text import as_text, human_bytes, preview_values, shape_text, typed_shape_text
 from . import _html as h
 from ._picking import QuietPicking
 

@@ -368,15 +368,18 @@ _BODY_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 def _first_tensor_elements(a: onnx.AttributeProto) -> int | None:
     """Elements of the tensor an attribute holds first (the order of ``Node.tensors()``)."""
     kind = a.type
+    dims: Iterable[int]
     if kind == onnx.AttributeProto.TENSOR:
-        return math.prod(a.t.dims)
-    if kind == onnx.AttributeProto.TENSORS and a.tensors:
-        return math.prod(a.tensors[0].dims)
-    if kind == onnx.AttributeProto.SPARSE_TENSOR:
-        return math.prod(a.sparse_tensor.values.dims)
-    if kind == onnx.AttributeProto.SPARSE_TENSORS and a.sparse_tensors:
-        return math.prod(a.sparse_tensors[0].values.dims)
-    return None
+        dims = a.t.dims
+    elif kind == onnx.AttributeProto.TENSORS and a.tensors:
+        dims = a.tensors[0].dims
+    elif kind == onnx.AttributeProto.SPARSE_TENSOR:
+        dims = a.sparse_tensor.values.dims
+    elif kind == onnx.AttributeProto.SPARSE_TENSORS and a.sparse_tensors:
+        dims = a.sparse_tensors[0].values.dims
+    else:
+        return None
+    return math.prod(dims)
 
 
 # -- graphs ------------------------------------------------------------------------

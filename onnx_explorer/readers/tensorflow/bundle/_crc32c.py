@@ -40,9 +40,10 @@ def _raw_small(data: bytes | memoryview, crc: int) -> int:
 # -- the "append zero bytes" operator as four byte tables ------------------------------
 def _apply(op: np.ndarray, crc: np.ndarray) -> np.ndarray:
     """``op`` (4×256 tables) applied to each register in ``crc``."""
-    return (
+    out: np.ndarray = (
         op[0][crc & 0xFF] ^ op[1][(crc >> 8) & 0xFF] ^ op[2][(crc >> 16) & 0xFF] ^ op[3][crc >> 24]
     )
+    return out
 
 
 def _from_basis(images: np.ndarray) -> np.ndarray:

@@ -47,8 +47,11 @@ def _text(raw: bytes) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return CEscape(raw, as_utf8=False)
-    return CEscape(raw, as_utf8=True) if _CONTROL.search(text) else text
+        text = CEscape(raw, as_utf8=False)
+    else:
+        if _CONTROL.search(text):
+            text = CEscape(raw, as_utf8=True)
+    return text
 
 
 _LIST_KINDS: tuple[tuple[str, AttributeKind], ...] = (
