@@ -426,9 +426,9 @@ def is_hidden(view: GraphView, node: Node) -> bool:
 
 def hidden_nodes(view: GraphView) -> list[str]:
     """Names of the nodes that have a box of their own once their scope is open."""
-    from onnx_explorer.views._index import graph_index
+    from onnx_explorer.views._wiring import graph_wiring
 
-    index = graph_index(view.graph)  # folded constants are drawn inside their readers
+    index = graph_wiring(view.graph)  # folded constants are drawn inside their readers
     return [
         node.name
         for node in view.graph.nodes

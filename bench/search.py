@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fmt_ratio, machine_description, markdown_table, today, write_result
 
 import onnx_explorer as ox
-from onnx_explorer.views._tables import NodeIndex
+from onnx_explorer.views._tables import NodeSearch
 from onnx_explorer.widgets._node_list import NodeList
 
 NODES = 100_000
@@ -66,8 +66,8 @@ def median_time(func, repeat: int = 7) -> tuple[float, object]:  # type: ignore[
 def main() -> None:
     proto = build(NODES)
     model = ox.load(proto)
-    build_s, index = median_time(lambda: NodeIndex(model.graph), repeat=3)
-    assert isinstance(index, NodeIndex)
+    build_s, index = median_time(lambda: NodeSearch(model.graph), repeat=3)
+    assert isinstance(index, NodeSearch)
     queries = [
         ("substring 'self_attn/softmax'", lambda: index.search("self_attn/softmax"),
          lambda: [n for n in proto.graph.node if "self_attn/softmax" in n.name.lower()]),

@@ -30,7 +30,6 @@ from ._drawing import (
     build_dot,
 )
 from ._edge_types import ValueTypes, value_types
-from ._index import GraphIndex, graph_index
 from ._layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
 from ._overlay import PALETTE, Ghost, Overlay, Paint, Scale, status_overlay
 from ._plots import PANEL_FIGSIZE, figure_png, histogram_figure, stats_lines, warm_up
@@ -40,7 +39,7 @@ from ._render import DEFAULT_TIMEOUT, save_result, svg_from_result
 from ._scale_overlay import REDUCES, Reduce, checked_values, scale_overlay
 from ._scopes import Scope, ScopeTree, scope_tree
 from ._summary_text import format_summary
-from ._tables import NodeIndex, SearchError, TensorRow, sort_rows, stats_rows, tensor_rows
+from ._tables import NodeSearch, SearchError, TensorRow, sort_rows, stats_rows, tensor_rows
 from ._text import (
     TypeTextMode,
     as_text,
@@ -55,6 +54,7 @@ from ._text import (
     type_text,
     value_text,
 )
+from ._wiring import GraphWiring, graph_wiring
 
 __all__ = [
     "CONTROL_EDGES",
@@ -74,8 +74,8 @@ __all__ = [
     "Drawing",
     "EdgeLabels",
     "Ghost",
-    "GraphIndex",
-    "NodeIndex",
+    "GraphWiring",
+    "NodeSearch",
     "Overlay",
     "Paint",
     "Reduce",
@@ -95,7 +95,7 @@ __all__ = [
     "draw",
     "figure_png",
     "format_summary",
-    "graph_index",
+    "graph_wiring",
     "histogram_figure",
     "html_escape",
     "model_name",

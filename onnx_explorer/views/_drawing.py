@@ -29,21 +29,21 @@ from ..model import Graph, Model, Node, ValueInfo
 from ..tensors import Tensor
 from . import _statements as dot
 from ._edge_types import ValueTypes, value_types
-from ._index import (
-    FROM_INPUT,
-    FROM_NODE,
-    FROM_OUTER,
-    FROM_STORED,
-    Edge,
-    GraphIndex,
-    constant_tensor,
-    graph_index,
-)
 from ._labels import constant_attribute_label, tensor_label
 from ._overlay import PALETTE, Ghost, Overlay, paint_for
 from ._quoting import one_line
 from ._scopes import Scope, ScopeTree, first_view, open_scopes, scope_tree
 from ._text import TypeTextMode, as_text, human_count, plural, shorten, type_text
+from ._wiring import (
+    FROM_INPUT,
+    FROM_NODE,
+    FROM_OUTER,
+    FROM_STORED,
+    Edge,
+    GraphWiring,
+    constant_tensor,
+    graph_wiring,
+)
 
 #: What each edge's label says: nothing, the element type, the shape, or both (the
 #: vocabulary of :func:`~onnx_explorer.views._text.type_text`, which writes the labels).
@@ -137,7 +137,7 @@ def build_dot(
         raise ValueError(
             f"control_edges must be one of {', '.join(CONTROL_EDGES)}, not {control_edges!r}"
         )
-    index = graph_index(graph)
+    index = graph_wiring(graph)
     tree = scope_tree(graph)
     types, types_note = (None, None)
     if edge_labels != "none":
@@ -162,7 +162,7 @@ class _Builder:
         self,
         graph: Graph,
         model: Model | None,
-        index: GraphIndex,
+        index: GraphWiring,
         tree: ScopeTree,
         types: ValueTypes | None,
         edge_labels: EdgeLabels,

@@ -27,9 +27,9 @@ from ._drawing import (
     EdgeLabels,
     build_dot,
 )
-from ._index import FROM_INPUT, graph_index
 from ._overlay import Overlay
 from ._render import Layout, finish_svg, layout_variants
+from ._wiring import FROM_INPUT, graph_wiring
 
 #: Seconds one plan may take before a cheaper one is tried.
 DEFAULT_BUDGET = 5.0
@@ -120,7 +120,7 @@ def plans(graph: Graph, request: ViewRequest) -> Iterator[tuple[str | None, View
         return True
 
     yield None, request
-    index = graph_index(graph)
+    index = graph_wiring(graph)
     current = request
     if request.control_edges != "hide" and any(e.control for e in index.edges):
         current = replace(current, control_edges="hide")
@@ -152,7 +152,7 @@ def _first_reader_of_inputs(graph: Graph) -> str | None:
     From the drawing's own edge index: asking ``graph.consumers`` would build the graph's
     consumer index (0.2 s at 100,000 nodes) on every layout, for a plan rarely drawn.
     """
-    index = graph_index(graph)
+    index = graph_wiring(graph)
     readers = ((e.key, e.dst) for e in index.edges if e.kind == FROM_INPUT)
     first = min(readers, default=None)
     if first is not None:

@@ -38,8 +38,8 @@ import numpy as np
 from .._gc_pause import paused_gc
 from ..model import Graph, scope_parts
 from ..tensors import Tensor
-from ._index import GraphIndex, graph_index
 from ._text import as_text, shorten
+from ._wiring import GraphWiring, graph_wiring
 
 #: Most items (drawn nodes + child scopes) a scope shows when expanded.
 SCOPE_ITEMS_MAX = 200
@@ -103,7 +103,7 @@ class Scope:
 class ScopeTree:
     """The scope tree of one graph; see :func:`scope_tree` for the cached instance."""
 
-    def __init__(self, graph: Graph, index: GraphIndex) -> None:
+    def __init__(self, graph: Graph, index: GraphWiring) -> None:
         self.root = Scope("", "", None)
         self.by_path: dict[str, Scope] = {"": self.root}
         self.node_scope: list[Scope] = []  # node index → the scope it sits in directly
@@ -212,7 +212,7 @@ class ScopeTree:
             scope = child
         return scope
 
-    def _build(self, graph: Graph, index: GraphIndex) -> None:
+    def _build(self, graph: Graph, index: GraphWiring) -> None:
         by_prefix: dict[str, Scope] = {}  # raw name prefix → scope: one split per distinct prefix
         by_meta: dict[str, Scope] = {}  # raw name_scopes value → scope
         node_scope = self.node_scope
@@ -240,7 +240,7 @@ class ScopeTree:
         for i, scope in enumerate(node_scope):  # members in file order, one pass
             scope.nodes.append(i)
 
-    def _count(self, graph: Graph, index: GraphIndex) -> None:
+    def _count(self, graph: Graph, index: GraphWiring) -> None:
         folded = index.folded_nodes
         params = self.node_params
         seen: set[int] = set()  # a tensor shared by several nodes counts once
@@ -288,7 +288,7 @@ class ScopeTree:
             scope.first = first or 0
             scope.children.sort(key=_first_index)
 
-    def _split(self, graph: Graph, index: GraphIndex, scope: Scope) -> list[Scope]:
+    def _split(self, graph: Graph, index: GraphWiring, scope: Scope) -> list[Scope]:
         """Regroup a scope's items into synthetic groups; returns the groups.
 
         At most SCOPE_ITEMS_MAX groups; a group may still hold more items than that when
@@ -456,7 +456,7 @@ def scope_tree(graph: Graph) -> ScopeTree:
     """The cached scope tree of ``graph``."""
     tree = _CACHE.get(graph)
     if tree is None:
-        index = graph_index(graph)
+        index = graph_wiring(graph)
         with paused_gc():
             tree = _CACHE[graph] = ScopeTree(graph, index)
     return tree

@@ -22,7 +22,7 @@ class SearchError(ExplorerError, ValueError):
     """A search pattern that cannot be used (an invalid regular expression)."""
 
 
-class NodeIndex:
+class NodeSearch:
     """Search a graph's nodes by name, op type or regular expression, filtered by op and domain."""
 
     def __init__(self, graph: Graph) -> None:

@@ -36,12 +36,12 @@ from ..views._drawing import (
     EDGE_LABELS,
     DotResult,
 )
-from ..views._index import graph_index
 from ..views._layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
 from ..views._overlay import Overlay
 from ..views._recolour import recolour_svg
 from ..views._scopes import Scope, scope_tree
 from ..views._text import model_name
+from ..views._wiring import graph_wiring
 
 _HERE = Path(__file__).resolve().parent
 #: Search hits marked in the drawing at most (a filter may match 100,000 nodes).
@@ -575,7 +575,7 @@ def _scope_showing(graph: Graph, node: Node) -> Scope | None:
     """The innermost non-trivial scope a node (or, for a folded constant, its reader) sits in."""
     tree = scope_tree(graph)
     index = node.index
-    if index in graph_index(graph).folded_nodes:
+    if index in graph_wiring(graph).folded_nodes:
         readers = graph.consumers(node.outputs[0]) if node.outputs else ()
         if not readers:
             return None

@@ -9,7 +9,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ..model import Graph
-from ..views._tables import NodeIndex, SearchError
+from ..views._tables import NodeSearch, SearchError
 from ..views._text import as_text, middle_cut, overlay_value_text
 from ._picking import QuietPicking
 
@@ -93,7 +93,7 @@ class NodeList(QuietPicking, widgets.VBox):
     # -- public ------------------------------------------------------------------
     def set_graph(self, graph: Graph) -> None:
         """Show another graph's nodes; keeps the search text."""
-        self.index = NodeIndex(graph)
+        self.index = NodeSearch(graph)
         with self.quietly():
             self.op_filter.options = [(f"all ({len(self.index):,})", "")] + [
                 (as_text(f"{op} ({n:,})"), op) for op, n in self.index.op_counts.items()

@@ -1,8 +1,10 @@
-"""Facts about one graph that every drawing of it needs, computed once and cached.
+"""How one graph is wired, as every drawing of it needs it: computed once and cached.
 
 Which nodes are constant producers folded into their consumers, which inputs of a
-node are folded (initializers and those constants), and every edge. Built in one
-pass over the nodes, so a 100,000-node graph costs a fraction of a second once.
+node are folded (initializers and those constants), every edge, each value's
+producer. Built in one pass over the nodes, so a 100,000-node graph costs a fraction
+of a second once. (The explorer's node search has its own index:
+:class:`~onnx_explorer.views._tables.NodeSearch`.)
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ class Edge(NamedTuple):
 
 
 @dataclass
-class GraphIndex:
+class GraphWiring:
+    """The edges a drawing of one graph draws, with constant producers folded in."""
+
     # No reference to the graph itself: the cache below is keyed weakly by it.
     n_nodes: int
     folded_nodes: frozenset[int]  # constant producers drawn inside their consumers
@@ -163,7 +167,7 @@ def _add_captured(
             add(Edge(FROM_OUTER, value, i, value, implicit=True))
 
 
-def build_index(graph: Graph) -> GraphIndex:
+def build_wiring(graph: Graph) -> GraphWiring:
     nodes = graph.nodes
     producers: dict[str, int] = {}
     consumed: set[str] = set()
@@ -221,18 +225,18 @@ def build_index(graph: Graph) -> GraphIndex:
             output_edges.append(Edge(FROM_STORED, name, k, name))
         elif name:
             output_edges.append(Edge(FROM_OUTER, name, k, name))
-    return GraphIndex(
+    return GraphWiring(
         len(nodes), folded_nodes, folded_inputs, edges, output_edges, producers, first_consumer
     )
 
 
-_CACHE: weakref.WeakKeyDictionary[Graph, GraphIndex] = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Graph, GraphWiring] = weakref.WeakKeyDictionary()
 
 
-def graph_index(graph: Graph) -> GraphIndex:
-    """The cached index of ``graph`` (graphs are read-only, so it never goes stale)."""
-    index = _CACHE.get(graph)
-    if index is None:
+def graph_wiring(graph: Graph) -> GraphWiring:
+    """The cached wiring of ``graph`` (graphs are read-only, so it never goes stale)."""
+    wiring = _CACHE.get(graph)
+    if wiring is None:
         with paused_gc():
-            index = _CACHE[graph] = build_index(graph)
-    return index
+            wiring = _CACHE[graph] = build_wiring(graph)
+    return wiring
