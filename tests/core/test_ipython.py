@@ -78,3 +78,21 @@ def test_unload_removes_everything(ip, model_path):
     # Loading again works after an unload.
     ip.run_line_magic("load_ext", "onnx_explorer")
     assert "onnx_explore" in ip.magics_manager.magics["line"]
+
+
+def test_explore_magic_opens_safetensors_gguf_and_tflite(ip, tmp_path, capsys):
+    pytest.importorskip("gguf")
+    import numpy as np
+    from weight_files import JARVIS, checkpoint, save_gguf, save_sharded
+
+    ip.run_line_magic("load_ext", "onnx_explorer")
+    save_gguf(tmp_path / "m.gguf", {"blk.0.attn_q.weight": (np.ones((2, 32), np.float32), "Q8_0")})
+    index = save_sharded(tmp_path / "ckpt", checkpoint())
+    for path, fmt in ((index, "safetensors"), (tmp_path / "ckpt", "safetensors"),
+                      (tmp_path / "m.gguf", "gguf"), (JARVIS, "tflite")):  # fmt: skip
+        ex = ip.run_line_magic("onnx_explore", f'"{path}"')
+        assert isinstance(ex, Explorer) and ex.model.format == fmt
+        assert ex.model.graph.nodes  # module boxes, or the TFLite operators
+    ip.run_line_magic("onnx_summary", f'"{JARVIS}"')
+    out = capsys.readouterr().out
+    assert "signature serving_default" in out and "CONV_2D" in out
