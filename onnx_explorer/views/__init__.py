@@ -9,14 +9,17 @@ first drawn.
 The jobs, one private module each: ``_drawing`` decides what is drawn (scopes, focus,
 budgets), ``_statements`` writes DOT syntax and ``_quoting`` escapes it; ``_render`` runs
 ``dot`` and ``_layout`` plans a view that never fails (cheaper plans on timeout);
-``_overlay`` (status colours, ghost boxes) and ``_scale_overlay`` (a number per node) paint
-over a drawing, ``_recolour`` repaints a finished SVG; ``_index`` (edges of a graph),
-``_scopes`` (the name-scope tree), ``_edge_types`` (value types for labels), ``_labels``
-(node labels), ``_text`` (display text), ``_tables``, ``_plots`` and ``_summary_text``.
+``_paint`` (the ``Overlay`` a drawing is painted with: status colours, ghost boxes) and
+``_colour_scale`` (a number per node as a colour scale) paint over a drawing, ``_repaint``
+repaints a finished SVG for another overlay; ``_wiring`` (how a graph is wired: edges,
+folded constants), ``_scopes`` (the name-scope tree), ``_edge_types`` (value types for
+labels), ``_labels`` (node labels), ``_text`` (display text), ``_tables`` (the node search,
+tensor rows), ``_plots`` and ``_summary_text``.
 """
 
 from __future__ import annotations
 
+from ._colour_scale import REDUCES, Reduce, checked_values, colour_scale_overlay
 from ._drawing import (
     CONTROL_EDGES,
     DEFAULT_FIRST_VIEW,
@@ -31,12 +34,11 @@ from ._drawing import (
 )
 from ._edge_types import ValueTypes, value_types
 from ._layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
-from ._overlay import PALETTE, Ghost, Overlay, Paint, Scale, status_overlay
+from ._paint import PALETTE, Ghost, Overlay, Paint, Scale, status_overlay
 from ._plots import PANEL_FIGSIZE, figure_png, histogram_figure, stats_lines, warm_up
 from ._quoting import html_escape, one_line
-from ._recolour import recolour_svg
 from ._render import DEFAULT_TIMEOUT, save_result, svg_from_result
-from ._scale_overlay import REDUCES, Reduce, checked_values, scale_overlay
+from ._repaint import repaint_svg
 from ._scopes import Scope, ScopeTree, scope_tree
 from ._summary_text import format_summary
 from ._tables import NodeSearch, SearchError, TensorRow, sort_rows, stats_rows, tensor_rows
@@ -91,6 +93,7 @@ __all__ = [
     "attribute_text",
     "build_dot",
     "checked_values",
+    "colour_scale_overlay",
     "dims_text",
     "draw",
     "figure_png",
@@ -101,9 +104,8 @@ __all__ = [
     "model_name",
     "one_line",
     "preview_values",
-    "recolour_svg",
+    "repaint_svg",
     "save_result",
-    "scale_overlay",
     "scope_tree",
     "shape_text",
     "shorten",

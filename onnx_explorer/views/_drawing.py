@@ -30,7 +30,7 @@ from ..tensors import Tensor
 from . import _statements as dot
 from ._edge_types import ValueTypes, value_types
 from ._labels import constant_attribute_label, tensor_label
-from ._overlay import PALETTE, Ghost, Overlay, paint_for
+from ._paint import PALETTE, Ghost, Overlay, paint_for
 from ._quoting import one_line
 from ._scopes import Scope, ScopeTree, first_view, open_scopes, scope_tree
 from ._text import TypeTextMode, as_text, human_count, plural, shorten, type_text

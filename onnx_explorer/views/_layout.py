@@ -27,7 +27,7 @@ from ._drawing import (
     EdgeLabels,
     build_dot,
 )
-from ._overlay import Overlay
+from ._paint import Overlay
 from ._render import Layout, finish_svg, layout_variants
 from ._wiring import FROM_INPUT, graph_wiring
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._overlay import Paint
+from ._paint import Paint
 from ._quoting import dot_label, dot_string, html_text
 from ._text import shorten
 
@@ -77,7 +77,7 @@ NODE_FILL = "#ffffff"
 
 
 def op_fill(op_type: str, calls_function: bool = False) -> str:
-    """An operator box's own fill (what an overlay's recolouring restores)."""
+    """An operator box's own fill (what an overlay's repainting restores)."""
     return _FUNCTION_COLOUR if calls_function else _OP_COLOURS.get(op_type, NODE_FILL)
 
 

@@ -16,7 +16,7 @@ import ipywidgets as widgets
 
 from ..runs import CompareResult, RunFailedError, RunResult, TensorRecord, compare, run
 from ..stats import Histogram
-from ..views._scale_overlay import Reduce
+from ..views._colour_scale import Reduce
 from ..views._text import typed_shape_text
 from . import _html as h
 

@@ -2,7 +2,7 @@
 
 The graph view draws b with every node filled by its status (added, changed, renamed,
 unchanged), a's removed nodes as dashed ghosts where they were, "N changes" on collapsed
-scopes and a legend (:mod:`onnx_explorer.views._overlay`). Beside it, the changes sorted
+scopes and a legend (:mod:`onnx_explorer.views._paint`). Beside it, the changes sorted
 by size; picking one selects its node in the drawing and shows both sides: the changed
 lines and each side's attributes, or both tensors' statistics and a histogram of the
 element-wise difference. Everything from the models goes through :func:`html.esc`.
@@ -21,7 +21,7 @@ from ..errors import ExplorerError
 from ..model import Graph, Model, Node
 from ..readers import open_side
 from ..tensors import Tensor
-from ..views._overlay import PALETTE, Ghost, Overlay, status_overlay
+from ..views._paint import PALETTE, Ghost, Overlay, status_overlay
 from ..views._text import (
     MISSING,
     as_text,

@@ -21,8 +21,8 @@ from ..bindings import model_binding
 from ..model import Graph, Model, Node
 from ..readers import load, warm_up
 from ..tensors import Tensor
-from ..views._overlay import Overlay
-from ..views._scale_overlay import REDUCES, Reduce, checked_values, scale_overlay
+from ..views._colour_scale import REDUCES, Reduce, checked_values, colour_scale_overlay
+from ..views._paint import Overlay
 from ..views._text import as_text, model_name
 from . import _html as h
 from ._attribute_panel import AttributePanel
@@ -335,7 +335,9 @@ class Explorer(widgets.VBox):
 
         def overlay_for(graph: Graph) -> Overlay:
             if graph not in made:
-                made[graph] = scale_overlay(values, graph, name=label, log=log, reduce=reduce)
+                made[graph] = colour_scale_overlay(
+                    values, graph, name=label, log=log, reduce=reduce
+                )
             return made[graph]
 
         self.graph_view.set_overlay(overlay_for)

@@ -37,8 +37,8 @@ from ..views._drawing import (
     DotResult,
 )
 from ..views._layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
-from ..views._overlay import Overlay
-from ..views._recolour import recolour_svg
+from ..views._paint import Overlay
+from ..views._repaint import repaint_svg
 from ..views._scopes import Scope, scope_tree
 from ..views._text import model_name
 from ..views._wiring import graph_wiring
@@ -83,7 +83,7 @@ class GraphView(anywidget.AnyWidget):
     collapsed, cut or simplified; ``error`` holds a drawing failure (e.g. Graphviz
     missing); ``busy`` what is being laid out right now. ``budget`` is the seconds one
     layout may take before a cheaper view is drawn instead. ``overlay`` (an
-    :class:`~onnx_explorer.views._overlay.Overlay`, or a function of the graph shown that
+    :class:`~onnx_explorer.views._paint.Overlay`, or a function of the graph shown that
     returns one) paints fills, ghosts and a legend on every drawing; a click on a ghost
     sets ``picked_ghost`` to its key.
     """
@@ -126,7 +126,7 @@ class GraphView(anywidget.AnyWidget):
         self.drawing: Drawing | None = None
         self._drawn_graph: Graph | None = None  # the graph ``result``/``ids`` describe
         self._laid_out: tuple[str, Overlay | None] | None = None  # (svg, overlay) from dot
-        self.layouts = 0  # layouts started (a recolour starts none)
+        self.layouts = 0  # layouts started (a repaint starts none)
         # One lock around every change of drawing state, from the main thread (clicks,
         # selection) or a layout thread (publishing): they never interleave.
         self._lock = threading.RLock()
@@ -218,11 +218,11 @@ class GraphView(anywidget.AnyWidget):
         """
         with self._lock:
             self._overlay = overlay
-            if self._recolour():
+            if self._repaint():
                 return
         self.render()
 
-    def _recolour(self) -> bool:
+    def _repaint(self) -> bool:
         """Repaint the current drawing with the current overlay; False when it cannot."""
         drawing, result, laid_out = self.drawing, self.result, self._laid_out
         if (
@@ -235,7 +235,7 @@ class GraphView(anywidget.AnyWidget):
             return False
         base_svg, drawn_with = laid_out
         overlay = self.overlay_for(self.graph)
-        svg = recolour_svg(base_svg, result, self.graph, drawn_with, overlay)
+        svg = repaint_svg(base_svg, result, self.graph, drawn_with, overlay)
         self.drawing = dataclasses.replace(drawing, svg=svg)
         with self.hold_sync():
             self.legend = _legend(overlay)

@@ -21,7 +21,7 @@ from browser_support import (
 )
 from locations import REPO
 
-from onnx_explorer.views._overlay import PALETTE
+from onnx_explorer.views._paint import PALETTE
 
 pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 

@@ -22,7 +22,7 @@ from browser_support import (
 )
 from locations import REPO
 
-from onnx_explorer.views._scale_overlay import colour_at
+from onnx_explorer.views._colour_scale import colour_at
 
 pytestmark = [pytest.mark.browser, pytest.mark.graphviz]
 

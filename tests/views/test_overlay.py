@@ -17,7 +17,7 @@ from onnx_explorer.errors import LayoutTimeoutError
 from onnx_explorer.views import _layout as layout_module
 from onnx_explorer.views._drawing import build_dot
 from onnx_explorer.views._layout import ViewRequest, draw
-from onnx_explorer.views._overlay import PALETTE, Ghost, Overlay, status_overlay
+from onnx_explorer.views._paint import PALETTE, Ghost, Overlay, status_overlay
 from onnx_explorer.widgets._graph_view import GraphView
 
 CHANGED = PALETTE["changed"].fill

@@ -20,15 +20,15 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_explorer as ox
 from onnx_explorer.metrics import metrics
-from onnx_explorer.views._drawing import build_dot
-from onnx_explorer.views._recolour import recolour_svg
-from onnx_explorer.views._render import svg_from_result
-from onnx_explorer.views._scale_overlay import (
+from onnx_explorer.views._colour_scale import (
     checked_values,
     colour_at,
-    scale_overlay,
+    colour_scale_overlay,
     scope_totals,
 )
+from onnx_explorer.views._drawing import build_dot
+from onnx_explorer.views._render import svg_from_result
+from onnx_explorer.views._repaint import repaint_svg
 from onnx_explorer.views._text import overlay_value_text as value_text
 from onnx_explorer.widgets import _graph_view as graph_view_module
 from onnx_explorer.widgets._explorer import Explorer
@@ -81,7 +81,9 @@ def _drawn(ex: Explorer) -> Explorer:
 def test_larger_values_get_darker_fills_and_missing_values_stay_plain():
     model = ox.load(scoped_chain(1, 4))
     names = [n.name for n in model.graph.nodes]
-    overlay = scale_overlay({names[0]: 1, names[1]: 50, names[2]: 100}, model.graph, name="macs")
+    overlay = colour_scale_overlay(
+        {names[0]: 1, names[1]: 50, names[2]: 100}, model.graph, name="macs"
+    )
     fills = [overlay.styles[n] for n in names]
     assert _luminance(fills[0]) > _luminance(fills[1]) > _luminance(fills[2])
     assert fills[3] == WHITE  # no value: plain
@@ -124,8 +126,8 @@ def test_log_scale_spreads_orders_of_magnitude_and_leaves_zeros_plain():
     model = ox.load(scoped_chain(1, 4))
     names = [n.name for n in model.graph.nodes]
     values = {names[0]: 1, names[1]: 10, names[2]: 100, names[3]: 0}
-    log = scale_overlay(values, model.graph, log=True)
-    linear = scale_overlay(values, model.graph)
+    log = colour_scale_overlay(values, model.graph, log=True)
+    linear = colour_scale_overlay(values, model.graph)
     assert log.styles[names[1]] == colour_at(0.5)  # 10 lies halfway between 1 and 100
     assert linear.styles[names[1]] == colour_at(10 / 100)
     assert log.styles[names[3]] == WHITE and linear.styles[names[3]] == colour_at(0.0)
@@ -137,18 +139,18 @@ def test_collapsed_scopes_show_the_sum_or_the_max_of_their_nodes():
     values = {node.name: float(node.index + 1) for node in model.graph.nodes}  # 1 … 6
     assert scope_totals(model.graph, values) == {"enc": 21, "enc/layer.0": 6, "enc/layer.1": 15}
     assert scope_totals(model.graph, values, "max")["enc/layer.1"] == 6
-    overlay = scale_overlay(values, model.graph, name="macs", reduce="sum")
+    overlay = colour_scale_overlay(values, model.graph, name="macs", reduce="sum")
     result = build_dot(model.graph, model, expanded=["enc"], overlay=overlay)
     box = next(k for k, v in result.ids.items() if v.get("path") == "enc/layer.1")
     statement = next(line for line in result.source.splitlines() if line.startswith(f"{box} ["))
     assert f'fillcolor="{overlay.scope_styles["enc/layer.1"]}"' in statement
     assert "Σ macs: 15" in statement
     assert result.titles[box].endswith("Σ macs: 15")
-    assert scale_overlay(values, model.graph, reduce="max").scope_titles["enc/layer.1"] == (
+    assert colour_scale_overlay(values, model.graph, reduce="max").scope_titles["enc/layer.1"] == (
         "max value: 6"
     )
     with pytest.raises(ValueError, match="reduce"):
-        scale_overlay(values, model.graph, reduce="mean")  # type: ignore[arg-type]
+        colour_scale_overlay(values, model.graph, reduce="mean")  # type: ignore[arg-type]
 
 
 def test_values_that_are_not_numbers_are_refused_naming_the_first_bad_node():
@@ -171,7 +173,7 @@ def test_an_infinite_value_is_painted_at_the_top_of_the_scale():
     # compare's "error vs other" is inf where one side overflowed: the worst, not an error
     model = ox.load(scoped_chain(1, 3))
     names = [n.name for n in model.graph.nodes]
-    overlay = scale_overlay(
+    overlay = colour_scale_overlay(
         {names[0]: 1.0, names[1]: 2.0, names[2]: float("inf")}, model.graph, name="error"
     )
     assert overlay.styles[names[2]] == colour_at(1.0)
@@ -188,13 +190,13 @@ def test_values_read_in_human_units():
 
 
 @pytest.mark.graphviz
-def test_recolouring_rewrites_fills_and_titles_and_back_again():
+def test_repainting_rewrites_fills_and_titles_and_back_again():
     model = ox.load(scoped_chain(1, 3))
     names = [n.name for n in model.graph.nodes]
     result = build_dot(model.graph, model, expanded="all")
     svg = svg_from_result(result)
-    overlay = scale_overlay({names[0]: 1, names[2]: 9}, model.graph, name="macs")
-    painted = recolour_svg(svg, result, model.graph, None, overlay)
+    overlay = colour_scale_overlay({names[0]: 1, names[2]: 9}, model.graph, name="macs")
+    painted = repaint_svg(svg, result, model.graph, None, overlay)
     assert _fill_of(painted, result.ids, "name", names[2]) == overlay.styles[names[2]]
     assert _fill_of(painted, result.ids, "name", names[1]) == WHITE
     assert "macs: 9</title>" in painted
@@ -202,11 +204,11 @@ def test_recolouring_rewrites_fills_and_titles_and_back_again():
     value_fill = re.compile(r'<g id="i\d+" class="node">.*?<ellipse fill="([^"]*)"', re.S)
     assert value_fill.search(svg).group(1) == "#d3f9d8"
     assert value_fill.search(painted).group(1) == WHITE
-    back = recolour_svg(svg, result, model.graph, overlay, None)
+    back = repaint_svg(svg, result, model.graph, overlay, None)
     assert back == svg  # restoring from the drawing it was laid out as
     # From a drawing laid out with the overlay, back to the ops' own colours.
     laid = build_dot(model.graph, model, expanded="all", overlay=overlay)
-    plain = recolour_svg(svg_from_result(laid), laid, model.graph, overlay, None)
+    plain = repaint_svg(svg_from_result(laid), laid, model.graph, overlay, None)
     assert _fill_of(plain, laid.ids, "name", names[2]) == _fill_of(
         svg, result.ids, "name", names[2]
     )
@@ -214,12 +216,12 @@ def test_recolouring_rewrites_fills_and_titles_and_back_again():
 
 
 @pytest.mark.graphviz
-def test_hover_lines_of_hostile_names_are_escaped_when_recoloured():
+def test_hover_lines_of_hostile_names_are_escaped_when_repainted():
     model = ox.load(scoped_chain(1, 2))
     node = model.graph.nodes[0]
     result = build_dot(model.graph, model, expanded="all")
-    overlay = scale_overlay({node.name: 5}, model.graph, name="<b>&amp;")
-    painted = recolour_svg(svg_from_result(result), result, model.graph, None, overlay)
+    overlay = colour_scale_overlay({node.name: 5}, model.graph, name="<b>&amp;")
+    painted = repaint_svg(svg_from_result(result), result, model.graph, None, overlay)
     assert "&lt;b&gt;&amp;amp;: 5" in painted and "<b>" not in painted
 
 

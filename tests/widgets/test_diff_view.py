@@ -23,7 +23,7 @@ import onnx_explorer as ox
 from onnx_explorer.errors import ExplorerError
 from onnx_explorer.model_diff import NodeChange, NodeRef, RemovedNode, TensorChange
 from onnx_explorer.stats import array_histogram
-from onnx_explorer.views._overlay import PALETTE
+from onnx_explorer.views._paint import PALETTE
 from onnx_explorer.widgets._diff_explorer import DiffExplorer, change_rows, explore_diff
 
 W_A = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)

@@ -1,7 +1,7 @@
 """A numeric overlay: node name → number painted as a colour scale, scopes summed.
 
-:func:`scale_overlay` turns any mapping node name → number (MACs, parameters, bytes, a
-profile's milliseconds) into an :class:`~onnx_explorer.views._overlay.Overlay` of
+:func:`colour_scale_overlay` turns any mapping node name → number (MACs, parameters, bytes, a
+profile's milliseconds) into an :class:`~onnx_explorer.views._paint.Overlay` of
 ``#rrggbb`` fills for one graph: collapsed scopes get the sum (or max) of their nodes,
 every box a hover line with its value in human units, and the overlay a :class:`Scale`
 the graph view shows as a colour bar.
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from ..model import Graph
-from ._overlay import Overlay, Scale
+from ._paint import Overlay, Scale
 from ._scopes import scope_tree
 from ._text import MISSING, as_text, overlay_value_text
 
@@ -147,7 +147,7 @@ def scope_totals(
     return totals
 
 
-def scale_overlay(
+def colour_scale_overlay(
     values: Mapping[str, float | None],
     graph: Graph,
     *,
@@ -212,6 +212,6 @@ __all__ = [
     "Scale",
     "checked_values",
     "colour_at",
-    "scale_overlay",
+    "colour_scale_overlay",
     "scope_totals",
 ]

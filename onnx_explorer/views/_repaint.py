@@ -1,7 +1,7 @@
 """Repaint a finished drawing for another overlay without laying it out again.
 
 Graphviz writes each box as ``<g id="n3" class="node"><title>…</title><path fill="…">``
-(a polygon or ellipse for other shapes). :func:`recolour_svg` rewrites the fill of
+(a polygon or ellipse for other shapes). :func:`repaint_svg` rewrites the fill of
 every operator box and collapsed scope and their hover titles for a new overlay, from
 the drawing's id table; positions, labels and edges stay. ``dot`` does not run, so a
 change of colour scale on a drawn view of thousands of boxes takes milliseconds. A
@@ -17,7 +17,7 @@ from typing import Any
 
 from ..model import Graph
 from ._drawing import TITLE_NAME_CHARS, DotResult
-from ._overlay import Overlay, paint_for
+from ._paint import Overlay, paint_for
 from ._statements import op_fill, scope_fill
 from ._text import as_text, shorten
 
@@ -35,7 +35,7 @@ _VALUE_FILL = {"i": "#d3f9d8", "o": "#ffe8cc"}  # statements.value_box without a
 _CLUSTER = re.compile(r'(<g id="(c\d+)" class="cluster">\s*<title>)(.*?)(</title>)', re.S)
 
 
-def recolour_svg(
+def repaint_svg(
     svg: str,
     result: DotResult,
     graph: Graph,
@@ -121,4 +121,4 @@ def _line(overlay: Overlay | None, entry: Mapping[str, Any], key: str) -> str:
     return shorten(as_text(text), TITLE_NAME_CHARS) if text else ""
 
 
-__all__ = ["recolour_svg"]
+__all__ = ["repaint_svg"]

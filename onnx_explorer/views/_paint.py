@@ -94,7 +94,7 @@ class Overlay:
     of the words used (or ``legend_entries`` when given, e.g. a colour scale's stops).
     ``scope_styles`` / ``scope_titles``: fill and one label (and hover) line per
     collapsed scope, by path (a numeric scale's sums). ``scale``: a numeric scale's
-    colour bar, drawn by the graph view beside the drawing (it survives recolouring).
+    colour bar, drawn by the graph view beside the drawing (it survives repainting).
     """
 
     styles: Mapping[str, str] = field(default_factory=dict)
