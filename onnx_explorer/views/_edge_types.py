@@ -1,7 +1,7 @@
 """Types of the values on a graph's edges: the file's value_info, completed by inference.
 
 Inference is the file format's own (ONNX shape inference), provided by the model's
-reader as :attr:`Model.type_inference` (see ``readers/onnx_shapes.py``): views see
+reader as :attr:`Model.type_inference` (ONNX: ``readers/onnx/_shape_inference.py``): views see
 its result as plain :class:`ValueInfo` and never import readers or protobuf.
 
 A model whose inference fails or runs out of time (the reader runs it in a child

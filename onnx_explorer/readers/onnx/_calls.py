@@ -5,7 +5,7 @@ ONNX shape inference types a call's outputs but writes nothing inside the functi
 body serves every call, at every size). So each call of the main graph whose inputs are
 typed gets its own small model — the function's nodes, its inputs typed as at the call,
 its attribute parameters replaced by the call's values — inferred in the same stoppable
-child process as the model (:mod:`.inference_child`). Calls with the same function and
+child process as the model (:mod:`._inference_child`). Calls with the same function and
 input types share one inference. What is found is filed under ``(id(calling graph),
 call node name)`` in :attr:`InferredTypes.calls`.
 """

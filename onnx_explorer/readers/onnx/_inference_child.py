@@ -20,16 +20,16 @@ One worker, reused (POSIX): starting a child costs 0.15-0.5 s, nearly all of it
 one at a time (callers queue on a lock). It is started on first need, or ahead of it
 by :func:`warm_up` (``explore()`` calls it so the import overlaps loading the model).
 Over its stdin/stdout, a request is ``_REQUEST`` (time limit, length, data propagation)
-+ a serialized, structure-only ModelProto (no weight bytes: :func:`.onnx_shapes.structure_only`);
-the reply is ``_REPLY`` (status, length) + the inferred ModelProto, or one line saying
-why inference failed. The parent waits for the reply with a deadline (``selectors``
-on the pipes) and kills the worker when the deadline passes or the wait is
-interrupted; the next request starts a new one. The worker ends by itself on EOF
-of its stdin (parent gone), after :data:`WORKER_IDLE_TIMEOUT` idle seconds, and by
-``SIGALRM`` a little after each request's limit, even if its parent died without
-killing it. A worker that ended between requests is replaced transparently: a
-request that meets a closed pipe (EPIPE / EOF) on a worker that served before is
-sent once more to a fresh one.
++ a serialized, structure-only ModelProto (no weight bytes:
+:func:`._shape_inference.structure_only`); the reply is ``_REPLY`` (status, length) + the
+inferred ModelProto, or one line saying why inference failed. The parent waits for the
+reply with a deadline (``selectors`` on the pipes) and kills the worker when the deadline
+passes or the wait is interrupted; the next request starts a new one. The worker ends by
+itself on EOF of its stdin (parent gone), after :data:`WORKER_IDLE_TIMEOUT` idle seconds,
+and by ``SIGALRM`` a little after each request's limit, even if its parent died without
+killing it. A worker that ended between requests is replaced transparently: a request
+that meets a closed pipe (EPIPE / EOF) on a worker that served before is sent once more
+to a fresh one.
 
 Where a pipe cannot be waited on with a deadline (Windows), each request runs in a
 child of its own, which reads one model from stdin, writes the inferred one to

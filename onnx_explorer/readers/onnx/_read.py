@@ -1,9 +1,9 @@
 """ONNX files → :class:`~onnx_explorer.model.Model`, reading no weight bytes.
 
 External data stays where it is until a tensor is read. Weights embedded as
-``raw_data`` are located by walking the wire format (:mod:`.protowire`) so that
+``raw_data`` are located by walking the wire format (:mod:`.protobuf._wire`) so that
 protobuf parses only the graph structure. The parsed graphs are converted to the
-neutral model part by part, as they are first read (:mod:`.onnx_graph`): opening
+neutral model part by part, as they are first read (:mod:`._graph`): opening
 costs about what parsing costs.
 """
 
@@ -37,7 +37,7 @@ CUT_FROM = 4096
 
 #: Files up to this size are walked through the model file's map (the pages looked at are
 #: brought in; for the graph's structure that is most of a file this size); larger ones,
-#: whose weights are most of their bytes, are read only where the walk looks (protowire).
+#: whose weights are most of their bytes, are read only where the walk looks (protobuf/_wire).
 WALK_MAPPED = 256 << 20
 
 

@@ -5,7 +5,7 @@ The ONNX reader attaches a :class:`ShapeInference` to the model it builds
 protos, wire-format markers and ``onnx.shape_inference``.
 
 Inference runs on a copy of the ModelProto. When the model was opened from a file,
-every large ``raw_data`` in that proto is a 16-byte marker (:mod:`.protowire`)
+every large ``raw_data`` in that proto is a 16-byte marker (:mod:`.protobuf._wire`)
 standing for bytes still in the file; the copy clears those and marks the tensors
 as external data, so inference sees dtype and dims only and never reads or
 size-checks a payload. Payloads of 256 bytes or more are cleared the same way when
@@ -13,7 +13,7 @@ the model came from an in-memory proto, so small shape tensors (``Reshape``'s
 target shape) stay readable while the copy holds structure only. That is why
 ``infer_shapes_path`` (meant for protos over protobuf's 2 GB limit) is not needed:
 however large the weights, the copy is the size of the graph. It is also what the
-worker process that runs inference is sent (:mod:`.inference_child`: inference can
+worker process that runs inference is sent (:mod:`._inference_child`: inference can
 loop for ever in C++, and only a process can be stopped).
 """
 
@@ -37,8 +37,8 @@ class ShapeInference:
     ``proto`` is the model's ModelProto (never modified); ``to_value_info`` turns a
     ``ValueInfoProto`` into a :class:`ValueInfo` (the reader's own conversion).
 
-    Inference runs in a worker process (:mod:`.inference_child`), stopped after
-    ``time_limit`` seconds (None: :data:`~.inference_child.INFERENCE_TIME_LIMIT`), for
+    Inference runs in a worker process (:mod:`._inference_child`), stopped after
+    ``time_limit`` seconds (None: :data:`~._inference_child.INFERENCE_TIME_LIMIT`), for
     small models too: the one known endless loop needs a single Einsum node, so no size
     is small enough to be safe in the caller's process.
     """

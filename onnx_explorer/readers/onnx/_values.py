@@ -1,7 +1,7 @@
 """ONNX element types, value types and tensors → neutral :class:`ValueInfo` and :class:`Tensor`.
 
 A tensor is described without reading its bytes: external data stays in its file,
-``raw_data`` cut out by the wire walk (:mod:`.protowire`) is read from its range of
+``raw_data`` cut out by the wire walk (:mod:`.protobuf._wire`) is read from its range of
 the model file, and typed fields are decoded when the values are asked for.
 """
 

@@ -1,4 +1,4 @@
-"""Cutting the payloads of many tensors at once: the wire walk of :mod:`.protowire` in numpy.
+"""Cutting the payloads of many tensors at once: the wire walk of :mod:`._wire` in numpy.
 
 A graph's initializers are thousands of small messages of the same kind. Walking
 them one after another in Python costs a few microseconds each; here every step
@@ -26,7 +26,7 @@ def leaf_cuts(
     buf: Any, messages: Sequence[tuple[int, int, int, int]], cut: frozenset[int], threshold: int
 ) -> list[Cut] | None:
     """The payloads to cut in ``messages`` (field start, tag, payload start, length, as
-    :meth:`.protowire._Walker._scan` lists them), in order, at most one per message.
+    :meth:`._wire._Walker._scan` lists them), in order, at most one per message.
 
     Exactly what walking each message would find. None when any message needs that
     walk instead: multi-byte tags, group wire types, varints or lengths too long,

@@ -175,7 +175,7 @@ def strip_file(
         os.close(fd)
 
 
-#: Tensors from which a run of them is cut together in numpy (see ``protowire_batch``).
+#: Tensors from which a run of them is cut together in numpy (see :mod:`._batch`).
 BATCH_FROM = 8
 
 # A field of a message: (where it starts, its tag, where its payload starts, its length).
@@ -317,7 +317,7 @@ class _Walker:
         """Write the changes to a message's ``fields`` to ``out``, in file order.
 
         Consecutive tensors (a graph's initializers) are cut together, in numpy
-        (:func:`.protowire_batch.leaf_cuts`), rather than walked one after another;
+        (:func:`._batch.leaf_cuts`), rather than walked one after another;
         sub-messages (nodes) are first searched together for the signature of a
         payload to cut (:meth:`_holding`), and only those holding it are walked.
         """

@@ -1,7 +1,7 @@
 """TensorFlow tensor bundles (checkpoints: ``variables/variables.index`` + ``.data-*`` shards)
 → lazy tensors.
 
-The index (an SSTable, see :mod:`.tensor_bundle_table`) maps the empty key to a
+The index (an SSTable, see :mod:`._table`) maps the empty key to a
 ``BundleHeaderProto`` (number of shards, endianness, version) and every other key — a
 checkpoint key such as ``layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE`` — to a
 ``BundleEntryProto``: dtype, shape, shard id, offset, size and the masked CRC-32C of the

@@ -1,8 +1,8 @@
 """A parsed GraphDef message → the neutral :class:`Model` (nodes, values, graphs, functions).
 
 The mapping is described in :mod:`.graphdef`; attributes are decoded by
-:mod:`.graphdef_attrs`, tensors by :mod:`.graphdef_tensors`, op meaning comes from
-:mod:`.graphdef_ops`.
+:mod:`._attrs`, tensors by :mod:`._tensors`, op meaning comes from
+:mod:`._ops`.
 """
 
 from __future__ import annotations

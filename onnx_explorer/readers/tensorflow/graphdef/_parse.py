@@ -1,6 +1,6 @@
 """Bytes → a GraphDef message: text format with a nesting limit, binary with payloads cut out.
 
-Binary files are walked first (:mod:`.protowire`): every ``tensor_content`` is
+Binary files are walked first (:mod:`.protobuf._wire`): every ``tensor_content`` is
 replaced by a marker and its range in the file recorded, so parsing copies the
 graph's structure only.
 """

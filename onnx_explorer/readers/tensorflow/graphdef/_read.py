@@ -1,10 +1,10 @@
 """TensorFlow GraphDef files (``.pb`` binary, ``.pbtxt`` text) → the neutral :class:`Model`.
 
-No TensorFlow is needed: the messages come from :mod:`.graphdef_proto`. This module
-holds the entry points; the jobs live in :mod:`.graphdef_parse` (bytes → message:
-text format, binary with payloads cut out), :mod:`.graphdef_tensors` (element types,
-lazy tensors), :mod:`.graphdef_attrs` (attribute values), :mod:`.graphdef_ops` (what
-ops mean: inputs, outputs, weight layouts) and :mod:`.graphdef_build` (message →
+No TensorFlow is needed: the messages come from :mod:`._proto`. This module
+holds the entry points; the jobs live in :mod:`._parse` (bytes → message:
+text format, binary with payloads cut out), :mod:`._tensors` (element types,
+lazy tensors), :mod:`._attrs` (attribute values), :mod:`._ops` (what
+ops mean: inputs, outputs, weight layouts) and :mod:`._build` (message →
 neutral model). The mapping onto the format-neutral model:
 
 - Every ``NodeDef`` is a :class:`Node`. An input ``name:k`` is the value

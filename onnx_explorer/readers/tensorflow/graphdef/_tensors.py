@@ -1,7 +1,7 @@
 """GraphDef element types and lazy tensors: ``DataType`` codes → dtypes, ``TensorProto`` → Tensor.
 
 ``tensor_content`` is located in the file without copying (binary files: the wire
-walk left a marker, see :mod:`.protowire`) or fetched from the message when read;
+walk left a marker, see :mod:`.protobuf._wire`) or fetched from the message when read;
 typed ``*_val`` fields are decoded on first read, following TensorFlow's rule that
 fewer values than elements repeat the last one — without materialising such a
 fill for statistics.

@@ -1,5 +1,5 @@
 """Bytes → a ``SavedModel`` or ``MetaGraphDef`` message: text format, or binary with the
-graphs' ``tensor_content`` payloads cut out (as for GraphDef files, see :mod:`.graphdef_parse`).
+graphs' ``tensor_content`` payloads cut out (as for GraphDef files, see :mod:`..graphdef._parse`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """TensorFlow SavedModels (a directory, its ``saved_model.pb`` / ``.pbtxt``) and MetaGraphDef
 ``.meta`` files → the neutral :class:`Model`, with variables read lazily from the checkpoint.
 
-No TensorFlow is needed. The jobs: :mod:`.savedmodel_parse` (bytes → messages),
-:mod:`.savedmodel_build` (messages → model: graphs, signatures, functions, variables),
+No TensorFlow is needed. The jobs: :mod:`._parse` (bytes → messages),
+:mod:`._build` (messages → model: graphs, signatures, functions, variables),
 :mod:`.tensor_bundle` (``variables/variables.index`` → lazy tensors in the data shards).
 Reading the model reads the index, never a variable's bytes.
 """
