@@ -330,7 +330,7 @@ class RemoteDir:
         metadata request. A missing file is False; any other failure is an error."""
         url = self.resolve(name, name)
         try:
-            info = self._fs.info(url)
+            info: dict[str, Any] = self._fs.info(url)
         except FileNotFoundError:
             return False
         except Exception as exc:
@@ -385,9 +385,7 @@ def open_folder(
     fs, url = _filesystem(url, storage_options)
     parts = urlsplit(url)
     folder = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/", "", ""))
-    return RemoteDir(
-        fs, folder, block_size=block_size, cache_dir=cache_dir, progress=progress
-    )
+    return RemoteDir(fs, folder, block_size=block_size, cache_dir=cache_dir, progress=progress)
 
 
 def _filesystem(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, str]:

@@ -45,6 +45,7 @@ FORMAT = Format(
     read_path=_read_path,
     read_bytes=_read_bytes,
     read_source=_read_source,
+    by_range=True,  # a URL is read header first, each tensor by its own range
 )
 
 __all__ = [

@@ -1,7 +1,9 @@
 """safetensors: single files, sharded checkpoints (index or folder) and PEFT adapters.
 
 The safetensors row of the readers' format table. Reading needs no third-party package:
-the format is an 8-byte length, a JSON header and the tensors' bytes.
+the format is an 8-byte length, a JSON header and the tensors' bytes. Local and remote
+alike (a file, an index or a folder at any fsspec URL, a Hub repository): only headers
+are read when opening, a tensor's range when it is looked at.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ._read import (
     read_safetensors_bytes,
     read_safetensors_file,
     read_safetensors_source,
+    read_safetensors_url_folder,
 )
 
 SUFFIXES = (".safetensors",)
@@ -34,11 +37,11 @@ def _read_path(path: Path, data_dir: Path | None) -> Model:
 
 
 def _read_bytes(data: bytes, data_dir: Path | RemoteDir | None) -> Model:
-    return read_safetensors_bytes(data)
+    return read_safetensors_bytes(data, base=data_dir)  # an index's shards are in data_dir
 
 
 def _read_source(source: ByteSource, base: Path | RemoteDir, files: DataFiles) -> Model:
-    return read_safetensors_source(source, files=files)
+    return read_safetensors_source(source, files=files, base=base)
 
 
 FORMAT = Format(
@@ -48,6 +51,8 @@ FORMAT = Format(
     read_path=_read_path,
     read_bytes=_read_bytes,
     read_source=_read_source,
+    by_range=True,
+    read_folder=read_safetensors_url_folder,
     is_model_dir=is_checkpoint_dir,
     read_dir=read_safetensors_file,
 )
@@ -60,4 +65,5 @@ __all__ = [
     "read_safetensors_bytes",
     "read_safetensors_file",
     "read_safetensors_source",
+    "read_safetensors_url_folder",
 ]

@@ -26,6 +26,9 @@ from ...sources import ByteSource
 MAX_HEADER_BYTES = 100_000_000
 #: Most dims a tensor may declare.
 MAX_RANK = 64
+#: Bytes asked for first: the length and, for most files, the whole header in one read
+#: (one request at a URL; a 7B model's shard header is ~30 KB).
+FIRST_READ = 64 << 10
 
 #: The format's dtype codes → element types (every code safetensors 0.8 defines).
 DTYPES: Mapping[str, str] = {
@@ -70,12 +73,14 @@ def looks_like_safetensors(head: bytes) -> bool:
 
 
 def read_header(source: ByteSource) -> Header:
-    """Read and check the header of the safetensors file ``source`` (two ranges)."""
+    """Read and check the header of the safetensors file ``source``: one read of its first
+    :data:`FIRST_READ` bytes, and a second for the rest of a longer header."""
     what = repr(source.display)
     size = source.size
     if size < 8:
         raise ModelFormatError(f"{what}: {size} bytes is too short for a safetensors file")
-    (length,) = struct.unpack("<Q", source.fetch(0, 8))
+    first = source.fetch(0, min(size, FIRST_READ))
+    (length,) = struct.unpack_from("<Q", first)
     if length > MAX_HEADER_BYTES:
         raise ModelFormatError(
             f"{what}: the safetensors header claims {length} bytes "
@@ -86,7 +91,9 @@ def read_header(source: ByteSource) -> Header:
             f"{what}: the safetensors header claims {length} bytes but the file has "
             f"{size - 8} after its length"
         )
-    raw = source.fetch(8, length)
+    raw = first[8 : 8 + length]
+    if len(raw) < length:
+        raw += source.fetch(len(first), length - len(raw))
     return parse_header(raw, size, what)
 
 
