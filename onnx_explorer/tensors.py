@@ -4,11 +4,17 @@ A :class:`Tensor` knows where its bytes live through a :class:`TensorSource`.
 Nothing is read until :meth:`Tensor.numpy` or :meth:`Tensor.iter_chunks` is
 called. Bytes in files are read with ``pread`` into owned buffers, except that
 ``numpy()`` of a large tensor returns a read-only view of one shared map per file.
+
+Streaming (statistics, histograms, chunks, stored bytes, diff digests) never reads such
+a map, even once ``numpy()`` cached one: it reads the file again, into buffers it owns,
+checked against the file's size, so a file that shrinks afterwards is an
+:class:`ExternalDataError`, never a SIGBUS.
 """
 
 from __future__ import annotations
 
 import math
+import mmap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +58,10 @@ CHUNK_ELEMENTS = 1 << 22
 #: Most elements a tensor may declare, whatever its dtype (strings have no byte size to
 #: check); beyond, numpy cannot even describe the array.
 MAX_ELEMENTS = 1 << 48
+
+
+#: Most elements of a cached fill streaming walks (a longer one is read as runs).
+_CACHED_FILL_ELEMENTS = 1 << 24
 
 
 #: Where a tensor's bytes are (``TensorLocation.kind``).
@@ -128,6 +138,16 @@ MAP_MIN_BYTES = 1 << 20
 
 def _named(error: ExplorerError, name: str) -> ExplorerError:
     return type(error)(f"tensor {name!r}: {error}")
+
+
+def _maps_a_file(values: np.ndarray) -> bool:
+    """Whether ``values`` views a memory map (a file's pages) rather than memory of its own."""
+    base: object = values
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return isinstance(base, mmap.mmap)
 
 
 class BytesSource(TensorSource):
@@ -429,7 +449,16 @@ class ArraySource(TensorSource):
 class Tensor:
     """A named n-dimensional array whose bytes are read only when asked for."""
 
-    __slots__ = ("_cached", "_size", "_source", "doc_string", "dtype_info", "name", "shape")
+    __slots__ = (
+        "_cached",
+        "_mapped",
+        "_size",
+        "_source",
+        "doc_string",
+        "dtype_info",
+        "name",
+        "shape",
+    )
 
     def __init__(
         self,
@@ -445,6 +474,7 @@ class Tensor:
         self.doc_string = doc_string
         self._source = source
         self._cached: np.ndarray | None = None
+        self._mapped = False  # _cached views a file's map: streaming never reads it
         self._size: int | None = None
 
     # -- known without IO -------------------------------------------------------
@@ -482,21 +512,46 @@ class Tensor:
 
     # -- reading ------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """The values as a numpy array (read-only view of the mapped file where possible)."""
-        if self._cached is None:
-            flat = self._source.array(self.dtype_info, self._checked_size(), self.name)
-            try:
-                self._cached = flat.reshape(self.shape)
-            except ValueError as exc:  # e.g. (0, 2**62, 2**62): no values, yet too big a shape
-                raise TensorDataError(
-                    f"tensor {self.name!r}: shape {self.shape} cannot be an array ({exc})"
-                ) from None
-        return self._cached
+        """The values as a numpy array: read-only, and a view of the file's map for a
+        tensor of at least :data:`MAP_MIN_BYTES` stored in a local file (no copy).
+
+        The array is cached until :meth:`release`. Before a cached map is handed out
+        again, the file's size is checked: a file that shrank since is an
+        :class:`ExternalDataError`, not a crash. What no check can cover is a file
+        truncated *while you hold the array*: touching its vanished pages is a SIGBUS, as
+        for every memory-mapped array (``numpy.memmap``, onnx's mmap loading). Copy it
+        (``np.array(t.numpy())``) to keep values that outlive the file. The explorer's
+        own reads (:meth:`stats`, :meth:`histogram`, :meth:`iter_chunks`, diffs,
+        reports) never touch the map.
+        """
+        if self._cached is not None:
+            if self._mapped:  # the file may have shrunk since it was mapped
+                self._source.check(self.dtype_info, self._checked_size(), self.name)
+            return self._cached
+        flat = self._source.array(self.dtype_info, self._checked_size(), self.name)
+        try:
+            shaped = flat.reshape(self.shape)
+        except ValueError as exc:  # e.g. (0, 2**62, 2**62): no values, yet too big a shape
+            raise TensorDataError(
+                f"tensor {self.name!r}: shape {self.shape} cannot be an array ({exc})"
+            ) from None
+        self._mapped = _maps_a_file(shaped)
+        self._cached = shaped
+        return shaped
+
+    def _owned_cache(self) -> np.ndarray | None:
+        """The cached values when streaming may read them: in memory of their own (a map
+        can vanish under a shrinking file, its pages with it)."""
+        return None if self._mapped else self._cached
 
     def iter_chunks(self, max_elements: int = CHUNK_ELEMENTS) -> Iterator[np.ndarray]:
-        """Flat decoded values in chunks of at most ``max_elements``, without reading the rest."""
-        if self._cached is not None:
-            flat = self._cached.reshape(-1)
+        """Flat decoded values in chunks of at most ``max_elements``, without reading the rest.
+
+        A file's bytes are read again into fresh buffers (never through a map
+        :meth:`numpy` may have cached), checked against the file's size."""
+        cached = self._owned_cache()
+        if cached is not None:
+            flat = cached.reshape(-1)
             for start in range(0, flat.size, max_elements):
                 yield flat[start : start + max_elements]
             return
@@ -509,7 +564,7 @@ class Tensor:
         read into ``buffer`` (reused: a piece is valid until the next is asked for), or
         None when the values are not stored as bytes (typed fields, TensorFlow ``*_val``):
         comparing two tensors' bytes this way costs no allocation and no decoding."""
-        if self._cached is not None or not isinstance(self._source, BytesSource):
+        if not isinstance(self._source, BytesSource):
             return None
         return self._source.stored_bytes(self.dtype_info, self._checked_size(), self.name, buffer)
 
@@ -517,7 +572,11 @@ class Tensor:
         """As :meth:`iter_chunks`, but a value repeated many times (TensorFlow's fill of a
         short ``*_val`` field) comes as one :class:`~onnx_explorer.stats.Repeat`, so
         statistics of a fill cost the same whatever its length."""
-        if self._cached is not None:
+        cached = self._owned_cache()
+        # A long cached fill is a broadcast view: its runs summarise it at once.
+        if cached is not None and not (
+            cached.size > _CACHED_FILL_ELEMENTS and self._source.repeated(self.size)
+        ):
             yield from self.iter_chunks(max_elements)
             return
         yield from self._source.runs(self.dtype_info, self._checked_size(), self.name, max_elements)
@@ -534,6 +593,7 @@ class Tensor:
     def release(self) -> None:
         """Drop decoded values; the next read maps or decodes them again."""
         self._cached = None
+        self._mapped = False
         self._source.release()
 
     def verify_checksum(self) -> bool:
