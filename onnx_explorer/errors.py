@@ -14,6 +14,7 @@ __all__ = [
     "LayoutCancelledError",
     "LayoutTimeoutError",
     "ModelFormatError",
+    "NodeDataError",
     "RenderError",
     "TensorDataError",
     "UnsafePathError",
@@ -26,6 +27,11 @@ class ExplorerError(Exception):
 
 class ModelFormatError(ExplorerError, ValueError):
     """A model file is corrupt, truncated, or not in a format we can read."""
+
+
+class NodeDataError(ExplorerError, ValueError):
+    """A node-data file (Model Explorer node data, a Netron attachment) is unreadable or
+    not in either format."""
 
 
 class TensorDataError(ExplorerError, ValueError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -46,6 +47,8 @@ class Metrics:
     unresolved_dims: tuple[str, ...] = ()
     unknown_ops: dict[str, int] = field(default_factory=dict)
     shapes_from: str = "file"
+    #: The graph measured (node-data files key a node the reader named by its output).
+    graph: Graph | None = field(default=None, repr=False, compare=False)
 
     @property
     def assumed_line(self) -> str:
@@ -106,6 +109,40 @@ class Metrics:
         for column in ("activation_bytes", "macs"):  # None stays missing, not NaN floats
             frame[column] = frame[column].astype("Int64")
         return frame
+
+    def to_model_explorer_json(
+        self,
+        series: str = "macs",
+        *,
+        path: str | os.PathLike[str] | None = None,
+        graph_id: str | None = None,
+    ) -> dict[str, Any]:
+        """One column as Model Explorer node data (coloured by the explorer's scale);
+        written to ``path`` (a ``.json``) when given. See :mod:`onnx_explorer.node_data`."""
+        from ..node_data import model_explorer_json, series_of, write_json
+
+        (found,) = series_of({series: self.series(series)}, self.graph)
+        data = model_explorer_json(found, graph_id=graph_id)
+        if path is not None:
+            write_json(data, path)
+        return data
+
+    def to_netron_json(
+        self,
+        series: Sequence[str] = SERIES,
+        *,
+        path: str | os.PathLike[str] | None = None,
+    ) -> dict[str, Any]:
+        """Columns as a Netron attachment (metrics rows per node, the totals as model
+        rows); written to ``path`` (a ``.json``) when given."""
+        from ..node_data import netron_json, series_of, write_json
+
+        columns = {name: self.series(name) for name in series}
+        totals = {f"total {name}": float(self.totals[name]) for name in series}
+        data = netron_json(series_of(columns, self.graph), totals)
+        if path is not None:
+            write_json(data, path)
+        return data
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -225,6 +262,7 @@ def metrics(
         tuple(sorted(walker.unresolved)),
         dict(sorted(walker.no_rule.items())),
         shapes_from,
+        graph=graph,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -162,6 +163,53 @@ class ModelDiff:
                 "changed": [self._tensor_dict(c) for c in self.tensors_changed],
             },
         }
+
+    def weight_change(self, graph_path: str = "/") -> dict[str, float]:
+        """b's node names in that graph → the largest max |b − a| of the changed weights
+        each reads (nodes reading none left out)."""
+        changed = {c.b: c.max_abs for c in self.tensors_changed if c.b and c.max_abs is not None}
+        found: dict[str, float] = {}
+        for node in self.b.graph_at(graph_path).nodes:
+            sizes = [changed[name] for name in node.inputs if name in changed]
+            if sizes:
+                found[node.name] = max(sizes)
+        return found
+
+    def to_model_explorer_json(
+        self,
+        series: str = "status",
+        *,
+        path: str | os.PathLike[str] | None = None,
+        graph_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Model ``b``'s main graph as Model Explorer node data: ``"status"`` (added /
+        changed / renamed / unchanged, filled as the diff view fills them) or
+        ``"weight change"`` (:meth:`weight_change`); written to ``path`` (a ``.json``) when
+        given. See :mod:`onnx_explorer.node_data`."""
+        from ..node_data import DIFF_SERIES, model_explorer_json, write_json
+
+        if series not in DIFF_SERIES:
+            raise ValueError(f"no series {series!r}; choose one of {', '.join(DIFF_SERIES)}")
+        found = {s.name: s for s in self._node_series()}
+        data = model_explorer_json(found[series], graph_id=graph_id)
+        if path is not None:
+            write_json(data, path)
+        return data
+
+    def to_netron_json(self, *, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """Model ``b``'s main graph as a Netron attachment: per node ``status`` and
+        ``weight change``; written to ``path`` (a ``.json``) when given."""
+        from ..node_data import netron_json, write_json
+
+        data = netron_json(self._node_series())
+        if path is not None:
+            write_json(data, path)
+        return data
+
+    def _node_series(self) -> list[Any]:
+        from ..node_data import diff_series
+
+        return diff_series(self.node_status("/"), self.weight_change("/"), self.b.graph)
 
     @staticmethod
     def _node_dict(c: NodeChange) -> dict[str, Any]:

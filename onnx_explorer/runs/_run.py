@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -112,6 +113,36 @@ class RunResult:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, default=float)
+
+    def to_model_explorer_json(
+        self,
+        series: str = "max abs activation",
+        *,
+        path: str | os.PathLike[str] | None = None,
+        graph_id: str | None = None,
+    ) -> dict[str, Any]:
+        """One per-node series as Model Explorer node data: ``"max abs activation"`` (the
+        largest |value| of a node's finite outputs) or ``"non-finite"`` (NaN + Inf counts);
+        written to ``path`` (a ``.json``) when given. See :mod:`onnx_explorer.node_data`."""
+        from ..node_data import RUN_NODE_SERIES, model_explorer_json, run_series, write_json
+
+        if series not in RUN_NODE_SERIES:
+            raise ValueError(f"no series {series!r}; choose one of {', '.join(RUN_NODE_SERIES)}")
+        found = {s.name: s for s in run_series(self.tensors.values())}
+        data = model_explorer_json(found[series], graph_id=graph_id)
+        if path is not None:
+            write_json(data, path)
+        return data
+
+    def to_netron_json(self, *, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """A Netron attachment: per node ``max abs activation`` and ``non-finite``, per
+        value ``value min`` / ``max`` / ``mean`` / ``std``; written to ``path`` when given."""
+        from ..node_data import netron_json, run_series, write_json
+
+        data = netron_json(run_series(self.tensors.values(), values_too=True))
+        if path is not None:
+            write_json(data, path)
+        return data
 
     def __repr__(self) -> str:
         state = "failed at " + self.failure.node if self.failure else "ran"
