@@ -4,6 +4,11 @@ Neither tensor is ever read whole: both are read in aligned chunks, compared as 
 first (the common case, identical weights, costs one read of each and no arithmetic),
 and only when the bytes differ compared again as float64 values: fp16 / bf16 widened,
 a quantized side dequantized (see :mod:`onnx_explorer.weights._quant`).
+
+A fill (TensorFlow's splat: one stored value, a shape of 2**40 elements) is read as
+:class:`~onnx_explorer.stats.Repeat` runs (:meth:`Tensor.iter_runs`): two fills are
+compared, totalled and hashed in constant time whatever their length; a fill against
+stored values costs what reading the stored values costs.
 """
 
 from __future__ import annotations
@@ -12,37 +17,81 @@ import hashlib
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import ExplorerError, TensorDataError
-from ..stats import Dequantizer, ValueStream, tensor_values
+from ..stats import Dequantizer, Repeat, ValueStream, tensor_values
 from ..tensors import Tensor
 from ._results import TensorChange
 
 #: Elements per chunk of the byte comparison and of hashing.
 _CHUNK = 1 << 20
+#: Repeated elements a digest hashes one by one: a longer fill is hashed as its runs.
+_DIGEST_REPEATS = 1 << 24
+
+#: A piece of a flat stream of values: stored values, or a run of one repeated value.
+Piece = np.ndarray | Repeat
+
+
+def _pieces(tensor: Tensor) -> Iterator[Piece]:
+    """The tensor's flat values, a fill (if any) as :class:`Repeat` runs."""
+    if tensor.repeated_elements:
+        return tensor.iter_runs(_CHUNK)
+    return tensor.iter_chunks(_CHUNK)
+
+
+def _hash_values(digest: Any, chunk: np.ndarray) -> None:
+    if chunk.dtype == object:  # strings: each one's length first, so ["ab"] != ["a", "b"]
+        for item in chunk.reshape(-1):
+            data = item if isinstance(item, bytes) else str(item).encode()
+            digest.update(len(data).to_bytes(8, "little"))
+            digest.update(data)
+    else:
+        digest.update(np.ascontiguousarray(chunk).view(np.uint8).data)
 
 
 def content_digest(tensor: Tensor) -> str:
-    """A hash of the tensor's decoded bytes, streamed (for renamed-initializer matching)."""
-    digest = hashlib.blake2b(digest_size=20)
-    for chunk in tensor.iter_chunks(_CHUNK):
-        if chunk.dtype == object:  # strings: each one's length first, so ["ab"] != ["a", "b"]
-            for item in chunk.reshape(-1):
-                data = item if isinstance(item, bytes) else str(item).encode()
-                digest.update(len(data).to_bytes(8, "little"))
-                digest.update(data)
-        else:
-            digest.update(np.ascontiguousarray(chunk).view(np.uint8).data)
-    tensor.release()
+    """A hash of the tensor's decoded bytes, streamed (for renamed-initializer matching).
+
+    A fill of more than ``_DIGEST_REPEATS`` elements is hashed as its runs (each repeat as
+    its value and length: constant time), under a hash of its own: two such fills of
+    equal content match, though not the same values stored element by element."""
+    runs = tensor.repeated_elements > _DIGEST_REPEATS
+    digest = hashlib.blake2b(digest_size=20, person=b"runs" if runs else b"")
+    try:
+        for piece in tensor.iter_runs(_CHUNK) if runs else tensor.iter_chunks(_CHUNK):
+            if isinstance(piece, Repeat):
+                digest.update(b"\x00repeat" + piece.count.to_bytes(16, "little"))
+                _hash_values(digest, piece.value.reshape(-1)[:1])
+            else:
+                _hash_values(digest, piece)
+    finally:
+        tensor.release()
     return digest.hexdigest()
 
 
-def _aligned(
-    xs: Iterable[np.ndarray], ys: Iterable[np.ndarray], what: str
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Equal-length pieces of two flat streams holding the same number of elements."""
+def _head(piece: Piece, n: int) -> Piece:
+    return Repeat(piece.value, n) if isinstance(piece, Repeat) else piece[:n]
+
+
+def _tail(piece: Piece, n: int) -> Piece:
+    return Repeat(piece.value, piece.count - n) if isinstance(piece, Repeat) else piece[n:]
+
+
+def _dense(piece: Piece) -> np.ndarray:
+    """A piece as an array (a run as a zero-stride view: no copy)."""
+    if isinstance(piece, Repeat):
+        return np.broadcast_to(piece.value.reshape(-1)[:1], (piece.count,))
+    return piece
+
+
+def _aligned_runs(
+    xs: Iterable[Piece], ys: Iterable[Piece], what: str
+) -> Iterator[tuple[Piece, Piece]]:
+    """Equal-length pieces of two flat streams holding the same number of elements; two
+    runs side by side stay runs (however long), a run beside values is cut to their length."""
     it_x, it_y = iter(xs), iter(ys)
     x = next(it_x, None)
     y = next(it_y, None)
@@ -54,16 +103,33 @@ def _aligned(
             y = next(it_y, None)
             continue
         n = min(x.size, y.size)
-        yield x[:n], y[:n]
-        x = x[n:] if x.size > n else next(it_x, None)
-        y = y[n:] if y.size > n else next(it_y, None)
+        yield _head(x, n), _head(y, n)
+        x = _tail(x, n) if x.size > n else next(it_x, None)
+        y = _tail(y, n) if y.size > n else next(it_y, None)
     if x is not None or y is not None:
         raise TensorDataError(f"{what}: the two tensors gave different numbers of values")
+
+
+def _aligned(
+    xs: Iterable[np.ndarray], ys: Iterable[np.ndarray], what: str
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Equal-length pieces of two flat streams of arrays holding as many elements."""
+    for x, y in _aligned_runs(xs, ys, what):
+        yield _dense(x), _dense(y)
 
 
 def _blocks(stream: ValueStream) -> Iterator[np.ndarray]:
     for _, block in stream.blocks():
         yield np.asarray(stream.widen(block), dtype=np.float64)
+
+
+def _runs(stream: ValueStream) -> Iterator[Piece]:
+    """As :func:`_blocks`, a long repeat kept whole (widened once)."""
+    for _, block in stream.blocks_or_repeats():
+        if isinstance(block, Repeat):
+            yield Repeat(np.asarray(stream.widen(block.value), dtype=np.float64), block.count)
+        else:
+            yield np.asarray(stream.widen(block), dtype=np.float64)
 
 
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -104,8 +170,10 @@ def _bytes_equal(a: Tensor, b: Tensor) -> bool:
         ys = (np.frombuffer(p, np.uint8) for p in pieces_b)
         return all(_same_bytes(x, y) for x, y in _aligned(xs, ys, f"tensor {b.name!r}"))
     what = f"tensor {b.name!r}"
-    for x, y in _aligned(a.iter_chunks(_CHUNK), b.iter_chunks(_CHUNK), what):
-        if not np.array_equal(_raw(x), _raw(y)):
+    for x, y in _aligned_runs(_pieces(a), _pieces(b), what):
+        if isinstance(x, Repeat) and isinstance(y, Repeat):  # two fills: one value each
+            x, y = x.value.reshape(-1)[:1], y.value.reshape(-1)[:1]
+        if not np.array_equal(_raw(_dense(x)), _raw(_dense(y))):
             return False
     return True
 
@@ -137,6 +205,27 @@ class _Totals:
             self.sum_abs += float(d.sum())
             self._dots(a, b)
         self.count += a.size
+
+    def add_repeat(
+        self, a: np.ndarray, b: np.ndarray, count: int, atol: float, rtol: float
+    ) -> None:
+        """``count`` pairs all equal to the one-element ``a`` and ``b``: constant time."""
+        one = _Totals()
+        one.add(a.reshape(-1)[:1], b.reshape(-1)[:1], atol, rtol)
+        self.differing += one.differing * count
+        self.max_abs = max(self.max_abs, one.max_abs)
+        self.max_rel = max(self.max_rel, one.max_rel)
+        self.sum_abs += one.sum_abs * count
+        self.dot += one.dot * count
+        self.norm_a += one.norm_a * count
+        self.norm_b += one.norm_b * count
+        self.count += count
+
+    def add_piece(self, a: Piece, b: Piece, atol: float, rtol: float) -> None:
+        if isinstance(a, Repeat) and isinstance(b, Repeat):
+            self.add_repeat(a.value, b.value, a.count, atol, rtol)
+        else:
+            self.add(_dense(a), _dense(b), atol, rtol)
 
     def _add_special(
         self, a: np.ndarray, b: np.ndarray, d: np.ndarray, atol: float, rtol: float
@@ -250,8 +339,8 @@ def compare_tensors(
         totals = _Totals()
         what = f"tensor {b.name!r}"
         stream_a, stream_b = _values(a, dq_a, layout_a), _values(b, dq_b, layout_b)
-        for x, y in _aligned(_blocks(stream_a), _blocks(stream_b), what):
-            totals.add(x, y, atol, rtol)
+        for x, y in _aligned_runs(_runs(stream_a), _runs(stream_b), what):
+            totals.add_piece(x, y, atol, rtol)
     except (ExplorerError, OSError, ValueError, MemoryError) as exc:
         return change(error=f"could not compare: {exc}")
     finally:
@@ -271,8 +360,11 @@ def compare_tensors(
 def _count_unequal(a: Tensor, b: Tensor) -> int:
     """Elements that differ between two tensors of strings (or other non-numbers)."""
     count = 0
-    for x, y in _aligned(a.iter_chunks(_CHUNK), b.iter_chunks(_CHUNK), f"tensor {b.name!r}"):
-        count += int(np.count_nonzero(x != y))
+    for x, y in _aligned_runs(_pieces(a), _pieces(b), f"tensor {b.name!r}"):
+        if isinstance(x, Repeat) and isinstance(y, Repeat):  # two fills: one comparison
+            count += x.count * int(np.count_nonzero(_dense(_head(x, 1)) != _dense(_head(y, 1))))
+        else:
+            count += int(np.count_nonzero(_dense(x) != _dense(y)))
     return count
 
 
@@ -287,11 +379,22 @@ def difference_stream(
     """The element-wise ``b - a`` (float64) as a stream statistics and histograms read."""
     stream_a, stream_b = _values(a, dq_a, layout_a), _values(b, dq_b, layout_b)
 
+    what = f"tensor {b.name!r}"
+
     def blocks() -> Iterator[tuple[int, np.ndarray]]:
         offset = 0
-        pairs = _aligned(_blocks(stream_a), _blocks(stream_b), f"tensor {b.name!r}")
-        for x, y in pairs:
+        for x, y in _aligned(_blocks(stream_a), _blocks(stream_b), what):
             yield offset, y - x
             offset += x.size
 
-    return ValueStream(blocks, stream_a.count, True)
+    def runs() -> Iterator[tuple[int, np.ndarray | Repeat]]:
+        offset = 0
+        for x, y in _aligned_runs(_runs(stream_a), _runs(stream_b), what):
+            if isinstance(x, Repeat) and isinstance(y, Repeat):  # a fill minus a fill
+                yield offset, Repeat(_dense(_head(y, 1)) - _dense(_head(x, 1)), x.count)
+            else:
+                yield offset, _dense(y) - _dense(x)
+            offset += x.size
+
+    with_runs = stream_a.runs is not None or stream_b.runs is not None
+    return ValueStream(blocks, stream_a.count, True, runs=runs if with_runs else None)

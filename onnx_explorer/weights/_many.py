@@ -14,11 +14,15 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ExplorerError
+from ..stats import Repeat
+
+if TYPE_CHECKING:
+    from ..tensors import Tensor
 
 #: Histogram edges shared by every worker: ``bins`` equal bins over ``range``, plus
 #: counts below and above it (so every finite value is counted once).
@@ -60,28 +64,38 @@ class Totals:
         mean = self.total / self.values
         return math.sqrt(max(0.0, self.total_squares / self.values - mean * mean))
 
-    def add_chunk(self, chunk: np.ndarray) -> None:
+    def add_chunk(self, chunk: np.ndarray, repeats: int = 1) -> None:
+        """Count the values of ``chunk``, each ``repeats`` times (a fill's one value)."""
         values = np.asarray(chunk).reshape(-1)
         if values.dtype.kind not in "biuf":
             values = values.astype(np.float64)
         values = values.astype(np.float64, copy=False)
         finite = np.isfinite(values)
-        self.nan += int(np.isnan(values).sum())
-        self.inf += int(np.isinf(values).sum())
+        self.nan += int(np.isnan(values).sum()) * repeats
+        self.inf += int(np.isinf(values).sum()) * repeats
         kept = values[finite]
         if kept.size == 0:
             return
-        self.values += int(kept.size)
-        self.zeros += int((kept == 0).sum())
-        self.total += float(kept.sum())
-        self.total_squares += float(np.square(kept).sum())
+        self.values += int(kept.size) * repeats
+        self.zeros += int((kept == 0).sum()) * repeats
+        self.total += float(kept.sum()) * repeats
+        self.total_squares += float(np.square(kept).sum()) * repeats
         self.min = min(self.min, float(kept.min()))
         self.max = max(self.max, float(kept.max()))
         edges = np.asarray(self.edges)
-        self.below += int((kept < edges[0]).sum())
-        self.above += int((kept > edges[-1]).sum())
+        self.below += int((kept < edges[0]).sum()) * repeats
+        self.above += int((kept > edges[-1]).sum()) * repeats
         counts, _ = np.histogram(kept, bins=edges)
-        self.counts = [a + int(b) for a, b in zip(self.counts, counts)]
+        self.counts = [a + int(b) * repeats for a, b in zip(self.counts, counts)]
+
+    def add_values(self, tensor: Tensor) -> None:
+        """Count every value of ``tensor``, streamed; a fill (TensorFlow's splat of 2**40
+        elements) in constant time, as its one value times its length."""
+        for piece in tensor.iter_runs():
+            if isinstance(piece, Repeat):
+                self.add_chunk(piece.value.reshape(-1)[:1], piece.count)
+            else:
+                self.add_chunk(piece)
 
     def merge(self, other: Totals) -> Totals:
         if other.edges != self.edges:
@@ -162,8 +176,7 @@ def report_one(source: str, options: dict[str, Any]) -> ModelReport:
         for ref in refs:
             totals.tensors += 1
             try:
-                for chunk in ref.tensor.iter_chunks():
-                    totals.add_chunk(chunk)
+                totals.add_values(ref.tensor)
             except (ExplorerError, ValueError, TypeError):
                 totals.unreadable += 1
     return ModelReport(shown, rows, totals)
