@@ -1,9 +1,9 @@
 """The ``onnx-explorer`` command line: quick looks at a model without a notebook.
 
 One module per command (``summary``, ``weights``, ``render``, ``diff``, ``metrics``,
-``run``), each with a ``register(subparsers)``; errors of the project's own types become
-one line on stderr and exit status 1, never a traceback (``diff`` and ``run`` use 2 for
-errors, as ``diff`` and ``cmp`` do).
+``run``, ``extract``, ``reduce``), each with a ``register(subparsers)``; errors of the
+project's own types become one line on stderr and exit status 1, never a traceback
+(``diff``, ``run`` and ``reduce`` use 2 for errors, as ``diff`` and ``cmp`` do).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Sequence
 
 from ..errors import ExplorerError
-from . import diff, metrics, render, run, summary, weights
+from . import diff, extract, metrics, reduce, render, run, summary, weights
 from ._common import fail
 
 __all__ = ["build_parser", "main"]
@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="onnx-explorer", description="Inspect ONNX and TensorFlow GraphDef model files."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (summary, weights, render, diff, metrics, run):
+    for command in (summary, weights, render, diff, metrics, run, extract, reduce):
         command.register(sub)
     return parser
 
