@@ -10,7 +10,7 @@ import os
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -272,6 +272,32 @@ def _load_values(graph: Graph, parts: GraphParts) -> None:
     graph.declared_inputs, graph.inputs, graph.outputs = parts.values()
 
 
+#: Tensors of at most this many elements are compared by value in attribute digests.
+DIGEST_VALUES_MAX = 64
+
+
+def _attribute_digest(attribute: Attribute) -> Hashable:
+    """One attribute as :meth:`Graph.attribute_digests` compares it."""
+
+    def held(value: Any) -> Hashable:
+        if isinstance(value, Tensor):
+            if value.size > DIGEST_VALUES_MAX or value.is_external:
+                return (value.dtype_name, tuple(value.shape))
+            try:
+                return (value.dtype_name, tuple(value.shape), value.numpy().tobytes())
+            except ExplorerError:  # unreadable: known by its type and shape
+                return (value.dtype_name, tuple(value.shape))
+        if isinstance(value, SparseTensor):
+            return ("sparse", held(value.values))
+        if isinstance(value, Graph):
+            return ("graph", tuple(node.qualified_op for node in value.nodes))
+        if isinstance(value, tuple | list):
+            return tuple(map(held, value))
+        return value if isinstance(value, Hashable) else repr(value)
+
+    return (attribute.name, attribute.kind, held(attribute.value))
+
+
 def _decoded_fields(graph: Graph) -> frozenset[str]:
     """Node fields a deferred graph has decoded already (a reader's detail; may be empty)."""
     parts = graph.__dict__.get("_parts")
@@ -373,7 +399,12 @@ class Graph:
         self.inputs = inputs  # true inputs: not backed by an initializer
         self.declared_inputs = declared_inputs if declared_inputs is not None else inputs
         self.outputs = outputs
-        self.initializers: Mapping[str, Tensor] = MappingProxyType(dict(initializers))
+        # Tensors a reader makes on first lookup stay so (dict() would make every one).
+        self.initializers: Mapping[str, Tensor] = (
+            initializers
+            if isinstance(initializers, TensorsOnDemand)
+            else MappingProxyType(dict(initializers))
+        )
         self.sparse_initializers: Mapping[str, SparseTensor] = MappingProxyType(
             dict(sparse_initializers or {})
         )
@@ -430,6 +461,21 @@ class Graph:
         if quick is not None and "attributes" not in _decoded_fields(self):
             return frozenset(quick())
         return frozenset(node.index for node in self.nodes if node.subgraphs())
+
+    def attribute_digests(self) -> list[Hashable]:
+        """Per node, a value that is equal for two nodes exactly when their attributes are
+        equal up to the names of the tensors they hold: tensors compare by element type and
+        shape, and by value when small (a weight held in a Constant is known by its shape,
+        a scale by its value). None for a node without attributes. A deferred graph answers
+        from the parsed file without decoding any attribute."""
+        parts = self.__dict__.get("_parts")
+        quick = getattr(parts, "attribute_digests", None)
+        if quick is not None and "attributes" not in _decoded_fields(self):
+            return list(quick())
+        return [
+            tuple(map(_attribute_digest, node.attributes.values())) if node.attributes else None
+            for node in self.nodes
+        ]
 
     def constant_element_counts(self, indices: Iterable[int]) -> dict[int, int]:
         """Elements of the first tensor attribute of each node in ``indices`` (a Constant's

@@ -11,12 +11,20 @@ whose file name is built here from the shard id (never taken from the file) and
 resolved inside the bundle's directory with the external-data checks.
 
 A hostile or damaged entry (shard id out of range, negative offset, bytes past the
-end of the shard, a bad checksum) is a :class:`TensorDataError` for that variable only.
+end of the shard, a bad checksum, an entry that does not parse) is a
+:class:`TensorDataError` for that variable only.
+
+Entries are kept as their index bytes and become tensors when first looked up
+(:class:`~onnx_explorer.model.TensorsOnDemand`): opening a bundle of 100,000s of entries
+makes no tensor. Files are resolved under the model's folder (``root``) with the
+external-data checks: a symlinked ``variables/``, index or shard that leads out of it is
+refused (:class:`UnsafePathError`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +32,15 @@ from typing import Any
 import numpy as np
 
 from ....dtypes import DType
-from ....errors import ExplorerError, ExternalDataError, ModelFormatError, TensorDataError
-from ....external_data import DataFiles, ExternalRef
+from ....errors import (
+    ExplorerError,
+    ExternalDataError,
+    ModelFormatError,
+    TensorDataError,
+    UnsafePathError,
+)
+from ....external_data import DataFiles, ExternalRef, resolve_location
+from ....model import TensorsOnDemand
 from ....sources import ByteSource
 from ....tensors import ExternalBytes, Tensor, TensorLocation, TensorSource
 from ..graphdef import _proto as pb
@@ -35,10 +50,14 @@ from ._table import table_entries
 
 #: Largest index file read (one small entry per tensor: 64 MiB is several 100,000s).
 MAX_INDEX_BYTES = 64 << 20
-#: Most checkpoint tensors accepted (each becomes a Python object).
-MAX_ENTRIES = 1_000_000
+#: Most checkpoint tensors accepted. Real checkpoints hold thousands (variables and their
+#: optimizer slots); an index of a million empty entries took 26 s and 1.8 GB to open.
+MAX_ENTRIES = 200_000
 #: Largest string variable decoded (its bytes are read whole).
-MAX_STRING_BYTES = 1 << 28
+MAX_STRING_BYTES = 1 << 26
+#: Most strings of one variable decoded: each is a Python object of some 40 bytes, so
+#: 1-byte strings would cost some 20 times their share of the shard.
+MAX_STRING_ELEMENTS = 1 << 22
 _CHECK_CHUNK = 16 << 20
 _BUNDLE_VERSION = 1  # tensorflow/core/util/tensor_bundle/tensor_bundle.h kTensorBundleVersion
 _BIG_ENDIAN = 1
@@ -63,11 +82,15 @@ class BundleBytes(ExternalBytes):
         directory: Path,
         files: DataFiles,
     ) -> None:
+        """``shard``: the shard's path relative to ``directory`` (the model's folder), where
+        it is resolved with the external-data checks (no symlink out of the folder)."""
         ref = ExternalRef(shard, str(int(entry.offset)), str(int(entry.size)))
         super().__init__(ref, directory, files)
         self._offset = int(entry.offset)
         self._length = int(entry.size)
         self._crc = unmask(int(entry.crc32c))
+        shown = shard.rpartition("/")[2]  # the shard's name, as TensorFlow names it
+        self.location = TensorLocation("external", shown, self._offset, self._length)
 
     def file_range(self, name: str) -> tuple[ByteSource, int, int]:
         data_file = self.data_file(name)
@@ -118,15 +141,21 @@ class BundleStrings(BundleBytes):
         self._count = count
 
     def _raw(self, name: str) -> bytes:
+        if self._count > MAX_STRING_ELEMENTS:
+            raise _entry_error(
+                name,
+                f"{self._count} strings: more than the {MAX_STRING_ELEMENTS} decoded at most "
+                "(each costs a Python object)",
+            )
         data_file, offset, length = self.file_range(name)
         if length > MAX_STRING_BYTES:
             raise _entry_error(name, f"{length} bytes of strings: too many to decode")
-        raw = np.empty(length, np.uint8)
+        raw = bytearray(length)
         try:
             data_file.read_into(offset, raw)
         except ExplorerError as exc:
             raise _entry_error(name, str(exc)) from None
-        return raw.tobytes()
+        return bytes(raw)
 
     def array(self, dt: DType, count: int, name: str) -> np.ndarray:
         return _decode_strings(self._raw(name), count, name)[0]
@@ -152,6 +181,8 @@ class BundleStrings(BundleBytes):
             yield flat[start : start + max_elements]
 
     def check(self, dt: DType, count: int, name: str) -> None:
+        if self._count > MAX_STRING_ELEMENTS:
+            self._raw(name)  # the error it raises
         self.file_range(name)
 
 
@@ -207,11 +238,8 @@ class Bundle:
 
     prefix: Path  # e.g. .../variables/variables
     num_shards: int
-    tensors: dict[str, Tensor]
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(t.location.length or 0 for t in self.tensors.values())
+    tensors: TensorsOnDemand  # made when first looked up
+    total_bytes: int  # the entries' sizes, summed
 
     def renamed(self, key: str, name: str, doc_string: str) -> Tensor:
         """The variable ``key`` as a tensor called ``name`` (the graph node it belongs to)."""
@@ -223,10 +251,14 @@ def _shape(entry: Any) -> tuple[int, ...]:
     return tuple(int(d.size) for d in entry.shape.dim)
 
 
-def _tensor(key: str, entry: Any, prefix: Path, num_shards: int, files: DataFiles) -> Tensor:
+def _tensor(
+    key: str, entry: Any, prefix: str, root: Path, num_shards: int, files: DataFiles
+) -> Tensor:
+    """``prefix``: the bundle's prefix relative to ``root`` (``variables/variables``)."""
     dt = tf_dtype(int(entry.dtype))
     shape = _shape(entry)
-    where = TensorLocation("external", f"{prefix.name}.data-?", None, None)
+    base = prefix.rpartition("/")[2]
+    where = TensorLocation("external", f"{base}.data-?", None, None)
     if entry.slices:
         return Tensor(key, dt, shape, _Refused("a partitioned variable (saved as slices)", where))
     if not 0 <= entry.shard_id < num_shards:
@@ -235,15 +267,16 @@ def _tensor(key: str, entry: Any, prefix: Path, num_shards: int, files: DataFile
     if entry.offset < 0 or entry.size < 0:
         reason = f"negative offset {entry.offset} or size {entry.size} in the index"
         return Tensor(key, dt, shape, _Refused(reason, where))
-    shard = shard_name(prefix.name, int(entry.shard_id), num_shards)
+    shard = shard_name(prefix, int(entry.shard_id), num_shards)
     if dt.name == "string":
         count = math.prod(shape) if all(d >= 0 for d in shape) else 0
-        strings = BundleStrings(entry, shard, prefix.parent, files, count)
+        strings = BundleStrings(entry, shard, root, files, count)
         return Tensor(key, dt, shape, strings)
     if not dt.is_numeric and dt.name not in ("complex64", "complex128"):
-        where = TensorLocation("external", shard, int(entry.offset), int(entry.size))
+        where = TensorLocation("external", shard_name(base, int(entry.shard_id), num_shards),
+                               int(entry.offset), int(entry.size))  # fmt: skip
         return Tensor(key, dt, shape, _Refused(f"{dt.name} values cannot be shown", where))
-    return Tensor(key, dt, shape, BundleBytes(entry, shard, prefix.parent, files))
+    return Tensor(key, dt, shape, BundleBytes(entry, shard, root, files))
 
 
 def _parse(message: Any, value: bytes, what: str) -> Any:
@@ -254,10 +287,29 @@ def _parse(message: Any, value: bytes, what: str) -> Any:
     return message
 
 
-def read_bundle(prefix: Path, files: DataFiles) -> Bundle:
-    """Read ``PREFIX.index``; no shard byte is read. Errors name the index file."""
-    index = prefix.with_name(prefix.name + ".index")
-    what = repr(str(index))
+def _inside(root: Path, relative: str, what: str) -> Path:
+    """``root / relative``, refused when it is a symlink or resolves outside ``root``."""
+    try:
+        return resolve_location(root, relative, relative)
+    except UnsafePathError as exc:
+        raise UnsafePathError(
+            f"{what}: refused, as for ONNX external data (the model's files must lie in its "
+            f"folder {str(root)!r}): {exc}"
+        ) from None
+
+
+def read_bundle(prefix: Path, files: DataFiles, root: Path | None = None) -> Bundle:
+    """Read ``PREFIX.index``; no shard byte is read and no tensor is made. Errors name the
+    index file. ``root``: the model's folder, which the index and shards must lie in
+    (default: the prefix's own folder)."""
+    root = prefix.parent if root is None else root
+    index_path = prefix.with_name(prefix.name + ".index")
+    what = repr(str(index_path))
+    try:
+        relative = Path(os.path.relpath(prefix, root)).as_posix()
+    except ValueError:  # another drive
+        raise UnsafePathError(f"{what}: not inside the model's folder {str(root)!r}") from None
+    index = _inside(root, relative + ".index", f"checkpoint index {what}")
     try:
         index_file = files.get(index)
         size = index_file.size
@@ -269,15 +321,21 @@ def read_bundle(prefix: Path, files: DataFiles) -> Bundle:
     except ExternalDataError as exc:
         raise ModelFormatError(f"checkpoint index cannot be read: {exc}") from None
     header: Any = None
-    entries: list[tuple[str, Any]] = []
+    keys: list[str] = []
+    values: list[bytes] = []
+    total = 0
     for raw_key, value in table_entries(data.tobytes(), what):
         if not raw_key:
             header = _parse(pb.BundleHeaderProto(), value, f"{what} header")
             continue
-        if len(entries) >= MAX_ENTRIES:
-            raise ModelFormatError(f"{what}: more than {MAX_ENTRIES} checkpoint tensors")
-        key = raw_key.decode("utf-8", "replace")
-        entries.append((key, _parse(pb.BundleEntryProto(), value, f"{what} entry {key!r}")))
+        if len(keys) >= MAX_ENTRIES:
+            raise ModelFormatError(
+                f"{what}: more than {MAX_ENTRIES} checkpoint tensors (real checkpoints hold "
+                "thousands); refused"
+            )
+        keys.append(raw_key.decode("utf-8", "replace"))
+        values.append(value)
+        total += _entry_size(value)
     if header is None:
         raise ModelFormatError(f"{what} has no bundle header (the entry with the empty key)")
     if header.endianness == _BIG_ENDIAN:
@@ -288,13 +346,42 @@ def read_bundle(prefix: Path, files: DataFiles) -> Bundle:
             f"{header.version.min_consumer} or newer; this one reads version {_BUNDLE_VERSION}"
         )
     num_shards = int(header.num_shards)
-    tensors = {key: _tensor(key, entry, prefix, num_shards, files) for key, entry in entries}
-    return Bundle(prefix, num_shards, tensors)
+
+    def entry(i: int) -> Any:
+        return _parse(pb.BundleEntryProto(), values[i], f"{what} entry {keys[i]!r}")
+
+    def make(i: int) -> Tensor:
+        try:
+            found = entry(i)
+        except ModelFormatError as exc:  # this entry's problem, found when it is looked up
+            where = TensorLocation("external", f"{prefix.name}.data-?", None, None)
+            return Tensor(keys[i], tf_dtype(0), (), _Refused(str(exc), where))
+        return _tensor(keys[i], found, relative, root, num_shards, files)
+
+    def element_count(i: int) -> int:
+        try:
+            shape = _shape(entry(i))
+        except ModelFormatError:
+            return 0
+        return math.prod(shape) if all(d >= 0 for d in shape) else 0
+
+    return Bundle(prefix, num_shards, TensorsOnDemand(keys, make, element_count), total)
+
+
+def _entry_size(value: bytes) -> int:
+    """An entry's ``size`` (0 when the entry does not parse: its tensor will say why)."""
+    try:
+        size = int(_parse(pb.BundleEntryProto(), value, "").size)
+    except ModelFormatError:
+        return 0
+    return max(size, 0)
 
 
 __all__ = [
     "MAX_ENTRIES",
     "MAX_INDEX_BYTES",
+    "MAX_STRING_BYTES",
+    "MAX_STRING_ELEMENTS",
     "Bundle",
     "BundleBytes",
     "BundleStrings",

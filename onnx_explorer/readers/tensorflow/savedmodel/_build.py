@@ -19,14 +19,15 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ....errors import ModelFormatError
 from ....external_data import DataFiles
-from ....model import Function, Graph, Model, Node, ValueInfo
+from ....model import Function, Graph, Model, Node, TensorsOnDemand, ValueInfo
 from ....tensors import Tensor
 from ..bundle._read import Bundle
 from ..graphdef._attrs import shape_dims
@@ -94,26 +95,50 @@ def _signature_values(meta: Any) -> tuple[list[ValueInfo], list[ValueInfo], dict
     return list(inputs.values()), list(outputs.values()), lines
 
 
-def _object_paths(meta: Any) -> dict[str, str]:
-    """Checkpoint key → variable name, from the SavedModel's object graph."""
+#: Longest object-graph path built (checkpoint keys are at most 4096 bytes, see
+#: bundle/_table.py): a deeper variable keeps its key as its name.
+MAX_OBJECT_PATH = 4096
+
+
+def _object_paths(meta: Any, keys: Container[str]) -> dict[str, str]:
+    """Checkpoint key → variable name, from the SavedModel's object graph, for the keys in
+    ``keys`` (the bundle's).
+
+    Paths are not kept per object: each object keeps its parent and its name (memory
+    linear in the graph, where whole paths were quadratic in its depth), and only a
+    variable's path is spelled out, if at most :data:`MAX_OBJECT_PATH` characters long.
+    """
     nodes = meta.object_graph_def.nodes
     found: dict[str, str] = {}
     if not nodes:
         return found
-    seen = {0}
-    queue: deque[tuple[int, str]] = deque([(0, "")])
+    parent: dict[int, tuple[int, str]] = {}  # object → (its parent, its local name)
+    length = {0: 0}  # each object's path length, without building it
+    queue: deque[int] = deque([0])
     while queue:
-        index, path = queue.popleft()
+        index = queue.popleft()
         obj = nodes[index]
-        if obj.WhichOneof("kind") == "variable":
-            found[path + _ATTRIBUTES] = obj.variable.name
+        if obj.WhichOneof("kind") == "variable" and length[index] <= MAX_OBJECT_PATH:
+            key = _path(parent, index) + _ATTRIBUTES
+            if key in keys:
+                found[key] = obj.variable.name
         for child in obj.children:
-            if 0 <= child.node_id < len(nodes) and child.node_id not in seen:
-                seen.add(child.node_id)
-                queue.append(
-                    (child.node_id, f"{path}/{child.local_name}" if path else child.local_name)
-                )
+            node_id = child.node_id
+            if 0 <= node_id < len(nodes) and node_id not in length:
+                name = child.local_name
+                parent[node_id] = (index, name)
+                length[node_id] = length[index] + len(name) + (1 if index else 0)
+                queue.append(node_id)
     return found
+
+
+def _path(parent: dict[int, tuple[int, str]], index: int) -> str:
+    """An object's path (``layer_with_weights-0/kernel``), walked up to the root."""
+    names: list[str] = []
+    while index in parent:
+        index, name = parent[index]
+        names.append(name)
+    return "/".join(reversed(names))
 
 
 def _variable_nodes(graph: Graph) -> dict[str, Node]:
@@ -135,23 +160,23 @@ def _variable_nodes(graph: Graph) -> dict[str, Node]:
 
 
 def _unclaimed(
-    name: str, by_name: dict[str, Node], claimed: set[str], tensor: Tensor
+    name: str, by_name: dict[str, Node], claimed: set[str], tensor: Callable[[], Tensor]
 ) -> Node | None:
     """The variable node ``name`` stands for: the node of that name, else — when that
     one is taken — the first of ``name_1``, ``name_2``… not yet claimed whose declared
     dtype and shape agree with the tensor. TensorFlow uniquifies shared names in creation
     order (three Keras metrics each own a ``total``), while the object graph keeps the
-    plain name."""
+    plain name. The tensor is made only when a node of that name exists."""
     node = by_name.get(name)
     if node is None:
         return None
-    if node.name not in claimed and _agrees(node, tensor):
+    if node.name not in claimed and _agrees(node, tensor()):
         return node
     for k in range(1, len(by_name) + 1):
         node = by_name.get(f"{name}_{k}")
         if node is None:
             return None
-        if node.name not in claimed and _agrees(node, tensor):
+        if node.name not in claimed and _agrees(node, tensor()):
             return node
     return None
 
@@ -170,23 +195,28 @@ def _agrees(node: Node, tensor: Tensor) -> bool:
 
 def _with_variables(
     graph: Graph, meta: Any, bundle: Bundle
-) -> tuple[list[Node], dict[str, Tensor], dict[str, ValueInfo]]:
+) -> tuple[list[Node], list[str], dict[str, Tensor], dict[str, ValueInfo]]:
+    """The nodes (variables marked with their key), the checkpoint keys no node claims,
+    the claimed variables' tensors by value name, and their value infos."""
     by_name = _variable_nodes(graph)
-    object_names = _object_paths(meta)
+    tensors = bundle.tensors
+    object_names = _object_paths(meta, tensors)
     keys_of: dict[str, str] = {}  # node name → checkpoint key
-    initializers: dict[str, Tensor] = {}
+    unclaimed: list[str] = []
     claimed: set[str] = set()
     # The object graph's order is creation order, the order TensorFlow uniquified the
     # names in (total, total_1, ...); the bundle's is sorted (metrics/10 before metrics/2).
     rank = {key: i for i, key in enumerate(object_names)}
-    for key in sorted(bundle.tensors, key=lambda k: (rank.get(k, len(rank)), k)):
-        node = _unclaimed(object_names.get(key, key), by_name, claimed, bundle.tensors[key])
+    for key in sorted(tensors, key=lambda k: (rank.get(k, len(rank)), k)):
+        made = partial(tensors.__getitem__, key)
+        node = _unclaimed(object_names.get(key, key), by_name, claimed, made)
         if node is not None:
             keys_of[node.name] = key
             claimed.add(node.name)
         else:
-            initializers[key] = bundle.tensors[key]
+            unclaimed.append(key)
     nodes: list[Node] = []
+    initializers: dict[str, Tensor] = {}
     value_info: dict[str, ValueInfo] = {}
     for node in graph.nodes:
         found = keys_of.get(node.name)
@@ -209,7 +239,32 @@ def _with_variables(
             node.name, node.op_type, node.domain, node.inputs, node.outputs, node.attributes,
             node.doc_string, node.control_inputs, node.device, node.has_file_name, meta_props,
         ))  # fmt: skip
-    return nodes, initializers, value_info
+    return nodes, unclaimed, initializers, value_info
+
+
+def _all_initializers(
+    graph: Graph, unclaimed: list[str], variables: dict[str, Tensor], bundle: Bundle
+) -> TensorsOnDemand:
+    """The graph's own tensors, the checkpoint keys no node claims, then the claimed
+    variables (a later name wins), each made when first looked up."""
+    own = graph.initializers
+    bundled = bundle.tensors
+    names = [*own, *unclaimed, *variables]
+    first, second = len(own), len(own) + len(unclaimed)
+
+    def make(i: int) -> Tensor:
+        if i < first:
+            return own[names[i]]
+        if i < second:
+            return bundled[names[i]]
+        return variables[names[i]]
+
+    def count(i: int) -> int:
+        if first <= i < second:
+            return bundled.element_count(names[i])
+        return make(i).size
+
+    return TensorsOnDemand(names, make, count)
 
 
 def _graph(
@@ -240,12 +295,12 @@ def build_model(
     main, metadata = _graph(main_meta, name, what, path, ctx, files)
     graph = main.graph
     inputs, outputs, lines = _signature_values(main_meta)
-    initializers = dict(graph.initializers)
+    initializers: Mapping[str, Tensor] = graph.initializers
     value_info = dict(graph.value_info)
     nodes = list(graph.nodes)
     if variables.bundle is not None:
-        nodes, found, variable_info = _with_variables(graph, main_meta, variables.bundle)
-        initializers.update(found)
+        nodes, unclaimed, found, variable_info = _with_variables(graph, main_meta, variables.bundle)
+        initializers = _all_initializers(graph, unclaimed, found, variables.bundle)
         value_info.update(variable_info)
     graph = Graph(
         name=name, nodes=nodes,

@@ -23,11 +23,12 @@ from ._build import Variables, build_model
 from ._parse import KINDS, meta_graphs, parse_binary, parse_text, strip
 
 
-def _variables(prefix: Path, files: DataFiles, missing: str) -> Variables:
-    """The bundle at ``prefix`` (``.../variables/variables``), or a note saying why none."""
+def _variables(prefix: Path, files: DataFiles, missing: str, root: Path) -> Variables:
+    """The bundle at ``prefix`` (``.../variables/variables``), or a note saying why none.
+    Its files must lie in ``root``, the model's folder (no symlink out of it)."""
     if not prefix.with_name(prefix.name + ".index").is_file():
         return Variables(None, missing)
-    bundle = read_bundle(prefix, files)
+    bundle = read_bundle(prefix, files, root)
     count = len(bundle.tensors)
     shards = f"{bundle.num_shards} shard" + ("s" if bundle.num_shards != 1 else "")
     # Metadata is text and readers format nothing: the exact size (views/_text formats sizes).
@@ -68,11 +69,11 @@ def read_saved_model_file(path: Path, kind: str = "savedmodel") -> Model:
             missing = "no variables/ folder next to it: graph only, no variable values"
             if folder.is_dir():
                 missing = "variables/ holds no variables.index: graph only, no variable values"
-            variables = _variables(folder / "variables", files, missing)
+            variables = _variables(folder / "variables", files, missing, path.parent)
         else:
             prefix = path.with_suffix("") if path.suffix == ".meta" else path
             missing = f"no checkpoint {prefix.name}.index next to it: graph only"
-            variables = _variables(prefix, files, missing)
+            variables = _variables(prefix, files, missing, path.parent)
         return build_model(
             meta_graphs(proto, kind), kind=kind, name=_name(path), what=what, path=path, ctx=ctx,
             files=files, variables=variables,
