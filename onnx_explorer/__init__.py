@@ -1,7 +1,7 @@
 """onnx_explorer: look inside ONNX and TensorFlow GraphDef model files from a notebook.
 
-Importing the package is light: the model's own types, the errors and ``metrics`` come at
-once; the rest of the public names (``load``, ``run``, ``compare``, ``ModelDiff``,
+Importing the package is light: the model's own types and the errors come at once; the
+rest of the public names (``load``, ``metrics``, ``run``, ``compare``, ``ModelDiff``,
 ``weights_report_many``...) are imported on first use (PEP 562 ``__getattr__`` below), so
 ``import onnx_explorer`` imports neither ``onnx`` nor protobuf nor the notebook stack.
 """
@@ -9,6 +9,8 @@ once; the rest of the public names (``load``, ``run``, ``compare``, ``ModelDiff`
 from __future__ import annotations
 
 import os
+import sys
+import types
 from collections.abc import Mapping, Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -22,11 +24,6 @@ from .errors import (
     TensorDataError,
     UnsafePathError,
 )
-
-# `metrics` is both a function and the subpackage holding it: importing the subpackage
-# here, before the name is bound to the function, keeps `onnx_explorer.metrics` the
-# function (a lazy import would later set the attribute back to the subpackage).
-from .metrics import metrics, read_ort_profile
 from .model import Attribute, Function, Graph, Model, Node, SparseTensor, ValueInfo
 from .stats import Histogram, TensorStats
 from .tensors import Tensor, TensorLocation
@@ -34,7 +31,9 @@ from .tensors import Tensor, TensorLocation
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from .metrics import metrics, read_ort_profile
     from .model_diff import ModelDiff
+    from .node_data import read_node_data
     from .readers import load
     from .runs import (
         CompareResult,
@@ -44,6 +43,8 @@ if TYPE_CHECKING:
         RunFailedError,
         RunResult,
         compare,
+        extract,
+        reduce,
         run,
     )
     from .weights import weights_report_many
@@ -82,9 +83,12 @@ __all__ = [
     "diff",
     "explore",
     "explore_diff",
+    "extract",
     "load",
     "metrics",
+    "read_node_data",
     "read_ort_profile",
+    "reduce",
     "run",
     "weights_report_many",
 ]
@@ -100,7 +104,11 @@ _LAZY = {
     "RunFailedError": ".runs",
     "RunResult": ".runs",
     "compare": ".runs",
+    "extract": ".runs",
     "load": ".readers",
+    "read_node_data": ".node_data",
+    "read_ort_profile": ".metrics",
+    "reduce": ".runs",
     "run": ".runs",
     "weights_report_many": ".weights",
 }
@@ -116,7 +124,35 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, "metrics"})
+
+
+class _Package(types.ModuleType):
+    """This package's module type: ``metrics`` is the function, never the subpackage.
+
+    ``metrics`` names both the function and the subpackage holding it. The import system
+    binds a subpackage to its parent's attribute when it first imports it (from wherever
+    that import comes), so a plain lazy name would turn into the subpackage; this
+    property imports the function on first use and ignores that binding.
+    """
+
+    @property
+    def metrics(self) -> Any:
+        chosen = self.__dict__.get("_metrics")  # set by an assignment (a test's monkeypatch)
+        if chosen is not None:
+            return chosen
+        from .metrics import metrics as function
+
+        return function
+
+    @metrics.setter
+    def metrics(self, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.metrics":
+            return  # the import system binding the subpackage: keep the function
+        self.__dict__["_metrics"] = value
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def diff(

@@ -33,6 +33,8 @@ from ._tensor_panel import TensorPanel
 
 if TYPE_CHECKING:
     from ..metrics import Metrics, Profile
+    from ..node_data import Matched
+    from ..runs import Submodel
 
 TAB_NODES, TAB_TENSORS, TAB_MODEL = 0, 1, 2
 #: The per-node series :func:`onnx_explorer.metrics` computes, offered in the dropdown.
@@ -201,7 +203,7 @@ class Explorer(widgets.VBox):
         log: bool = False,
         reduce: Reduce = "sum",
         dims: Mapping[str, int] | None = None,
-    ) -> None:
+    ) -> Matched | None:
         """Colour the nodes by a number; ``None`` takes the colours away.
 
         ``series_or_values``: ``"macs"``, ``"params"``, ``"activation_bytes"`` or
@@ -212,7 +214,16 @@ class Explorer(widgets.VBox):
         nodes. The drawing is repainted without a new layout; the node list shows the
         values (and sorts by them), the attribute panel the selected node's.
         A value that is not a number raises ValueError naming its node.
+
+        A node-data file written for another viewer (a ``.json`` path, its text, or the
+        parsed dict: Model Explorer node data or a Netron attachment, told apart by
+        content) is painted with the file's own colours; ``name`` picks the series (a
+        Netron metric name; default: the first). Returns the match
+        (:class:`~onnx_explorer.node_data.Matched`): keys matching no node are listed
+        there and in the note under the dropdown, never an error.
         """
+        if _is_node_data(series_or_values):
+            return self._overlay_node_data(series_or_values, name)
         if reduce not in REDUCES:
             raise ValueError(f"reduce must be 'sum' or 'max', not {reduce!r}")
         # The values first: one that is refused must not cancel a pick still computing.
@@ -220,6 +231,35 @@ class Explorer(widgets.VBox):
         with self._overlay_lock:
             self._overlay_pick += 1  # a dropdown pick still computing must not paint over this
             self._show_overlay(args, picked, log, note)
+        return None
+
+    def _overlay_node_data(self, source: Any, series: str | None) -> Matched:
+        """Paint a Model Explorer / Netron node-data file (see :meth:`overlay`)."""
+        from ..node_data import read_node_data
+        from ..views._node_data_paint import node_data_overlay
+
+        data = read_node_data(source)
+        matched = data.on_graph(self.graph, series)  # KeyError naming the series there are
+        made: weakref.WeakKeyDictionary[Graph, Overlay] = weakref.WeakKeyDictionary()
+
+        def overlay_for(graph: Graph) -> Overlay:
+            if graph not in made:
+                made[graph] = node_data_overlay(data.on_graph(graph, matched.series), graph)
+            return made[graph]
+
+        numbers: dict[str, float | None] | None = dict(matched.numbers()) or None
+        with self._overlay_lock:
+            self._overlay_pick += 1  # a dropdown pick still computing must not paint over this
+            self._overlay_args = None
+            self.graph_view.set_overlay(overlay_for)
+            self.node_list.set_values(numbers, matched.series)
+            self.attribute_panel.set_values(numbers, matched.series)
+            self._follow_picker("", False)
+            text = f"{data.format} node data · {matched.report()}"
+            if data.ignored:
+                text += f" · {len(data.ignored):,} entries skipped ({data.ignored[0]})"
+            self.overlay_note.value = h.STYLE + h.muted(text)
+        return matched
 
     def _overlay_request(
         self,
@@ -417,6 +457,47 @@ class Explorer(widgets.VBox):
 
         return attach_compare(self, other, feeds, **options)
 
+    def extract(
+        self,
+        what: str | Sequence[str] | tuple[Sequence[str], Sequence[str]] | None = None,
+        *,
+        inputs: Sequence[str] | None = None,
+        outputs: Sequence[str] | None = None,
+        copy_weights: bool = False,
+    ) -> Submodel:
+        """Cut a part of the main graph out as a runnable model: the selected node (no
+        argument), a node name or a scope (``"/encoder/layer.3"``), a list of node names,
+        or ``(inputs, outputs)``; typed at the sizes bound with ``model.bind``. See
+        :func:`onnx_explorer.extract`; ``.save(path)`` writes a new file."""
+        from ..runs import extract
+
+        if self.graph is not self.model.graph:
+            raise ValueError(
+                f"extract() cuts the main graph; the graph shown is {self.graph_path!r} "
+                "(go back with ex.show_graph('/'))"
+            )
+        nodes: list[str] | None = None
+        scope: str | None = None
+        if outputs is None and inputs is None:
+            if what is None:
+                node = self.selected
+                if node is None:
+                    raise ValueError("no node is selected: select one, or name nodes or a scope")
+                nodes = [node.name]
+            elif isinstance(what, tuple) and len(what) == 2 and not isinstance(what[0], str):
+                inputs, outputs = list(what[0]), list(what[1])
+            elif isinstance(what, str):
+                if self.model.graph.has_node(what):
+                    nodes = [what]
+                else:
+                    scope = what
+            else:
+                nodes = [str(name) for name in what]
+        return extract(
+            self.model, inputs=inputs, outputs=outputs, nodes=nodes, scope=scope,
+            copy_weights=copy_weights,
+        )  # fmt: skip
+
     def jump_to_problem(self) -> str | None:
         """Select the node the last :meth:`run` or :meth:`compare` found first: the first
         with a NaN or Inf (or the node that failed), or the first beyond tolerance, as the
@@ -581,6 +662,21 @@ def network_path(model: Model, max_depth: int = 8) -> list[str]:
         wrapper = len(inner) == 1 and all(n is inner[0] or n.op_type in _PACKAGING for n in body)
         node = inner[0] if wrapper else None
     return trail
+
+
+def _is_node_data(value: Any) -> bool:
+    """A node-data file for another viewer: a ``.json`` path, JSON text, or its dict."""
+    if isinstance(value, os.PathLike) or (
+        isinstance(value, str) and value.lower().endswith(".json")
+    ):
+        return True
+    if isinstance(value, str | bytes):
+        return value.lstrip()[:1] in ("{", b"{")
+    if isinstance(value, Mapping):
+        from ..node_data import is_model_explorer, is_netron
+
+        return is_netron(value) or is_model_explorer(value)
+    return False
 
 
 def _next_trail(trail: list[str], graph: Graph, main: Graph) -> list[str]:

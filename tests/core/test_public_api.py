@@ -45,9 +45,12 @@ EXPECTED = {
     "diff",
     "explore",
     "explore_diff",
+    "extract",
     "load",
     "metrics",
+    "read_node_data",
     "read_ort_profile",
+    "reduce",
     "run",
     "weights_report_many",
 }
