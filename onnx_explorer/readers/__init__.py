@@ -54,7 +54,8 @@ def load(
     ``source`` is a path to an ONNX (``.onnx``) or TensorFlow GraphDef (``.pb``,
     ``.pbtxt``) file, a TensorFlow SavedModel directory (or its ``saved_model.pb``), a
     MetaGraphDef ``.meta`` file, a URL (``https://``, ``s3://``, ``gs://``, ``hf://`` or
-    any other fsspec protocol, with ``storage_options`` passed to fsspec), an
+    any other fsspec protocol, with ``storage_options`` passed to fsspec; over HTTP
+    ``storage_options={"timeout": seconds}`` bounds each request, 5 s by default), an
     ``onnx.ModelProto`` already in memory, or the bytes of a file. External data is
     looked up next to the model (under the model's URL for a URL), or in
     ``external_data_dir``. A remote model is read by range requests: opening fetches

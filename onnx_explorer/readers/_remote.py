@@ -27,7 +27,14 @@ from ..errors import ExternalDataError, ModelFormatError, UnsafePathError
 from ..external_data import DataFiles
 from ..model import Model
 from ..sources import is_url
-from ..sources.remote import RemoteDir, RemoteFile, RemoteFolderError, open_folder, open_url
+from ..sources.remote import (
+    RemoteDir,
+    RemoteFile,
+    RemoteFolderError,
+    RemoteTimeoutError,
+    open_folder,
+    open_url,
+)
 from ._table import HEAD_BYTES  # bytes looked at to tell the format of a large file
 from .protobuf._wire import READ_WHOLE
 
@@ -97,8 +104,8 @@ def _load_folder(
 def _size(model_file: RemoteFile) -> int:
     try:
         return model_file.size
-    except (UnsafePathError, RemoteFolderError):
-        raise
+    except (UnsafePathError, RemoteFolderError, RemoteTimeoutError):
+        raise  # a server that did not answer is no verdict on the model
     except ExternalDataError as exc:  # the model itself: a missing file is no model
         raise ModelFormatError(str(exc)) from None
 

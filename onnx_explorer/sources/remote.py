@@ -14,10 +14,20 @@ holds a name (one metadata request) and, where the store can list (``s3://``,
 ``hf://``, not HTTP), what it holds. Nothing shown names credentials: messages
 carry :func:`~.urls.redact_url` forms, and errors of the libraries underneath are
 passed on scrubbed.
+
+Over HTTP(S) a range is read from the response as it streams and the read stops at the
+range's length: a server that answers a range request with ``200`` and the whole object,
+or sends more bytes than asked, is refused before its body is read (fsspec's own
+``cat_file`` would buffer all of it first). Every request has a time bound
+(:data:`DEFAULT_TIMEOUT` seconds to connect, to answer and between two pieces of a body,
+and a whole range no slower than :data:`MIN_RATE` bytes a second), configurable with
+``storage_options={"timeout": seconds}``; a server that does not answer in time is a
+:class:`RemoteTimeoutError` saying so.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import threading
@@ -44,7 +54,35 @@ HEAD_KEEP = 1 << 20
 #: Most names a folder listing may return (a listing is only used to find a model).
 MAX_LISTING = 100_000
 
+#: Seconds an HTTP server has to accept a connection, to answer a request, and between
+#: two pieces of a body (``storage_options={"timeout": seconds}`` changes it).
+DEFAULT_TIMEOUT = 5.0
+#: A range must arrive at least this fast (bytes a second) on top of the timeout: a
+#: server dripping a byte at a time cannot hold a read for hours.
+MIN_RATE = 64 << 10
+#: Bytes read from a response at a time.
+_PIECE = 1 << 20
+
 _HTTP = ("http", "https")
+
+
+class RemoteTimeoutError(ExternalDataError):
+    """The server did not answer (connect, headers or the next piece of a body) in time."""
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """True when ``exc`` or an exception it was raised from is a timeout (fsspec turns a
+    HEAD and GET that timed out into FileNotFoundError: the cause tells)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TimeoutError | asyncio.TimeoutError):
+            return True
+        if type(current).__name__ in ("FSTimeoutError", "ServerTimeoutError"):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def require_fsspec() -> Any:
@@ -61,6 +99,11 @@ def _failure(display: str, exc: BaseException, doing: str) -> ExternalDataError:
     """A library's exception as our error, naming the object but never its credentials."""
     if isinstance(exc, ExplorerError):
         return ExternalDataError(f"{display!r}: {exc}")
+    if _timed_out(exc):
+        return RemoteTimeoutError(
+            f"{display!r} {doing}: the server did not answer in time (a timeout; "
+            "storage_options={'timeout': seconds} waits longer)"
+        )
     if isinstance(exc, FileNotFoundError):
         return ExternalDataError(f"{display!r} does not exist")
     if isinstance(exc, PermissionError):
@@ -87,8 +130,10 @@ class RemoteFile(ByteSource):
         block_size: int = DEFAULT_BLOCK_SIZE,
         cache_dir: str | os.PathLike[str] | None = None,
         progress: bool = True,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self._fs = fs
+        self.timeout = _seconds(timeout)
         self._url = url  # may hold a signed query string: used, never shown
         self._read_url = url
         self.display = redact_url(url)
@@ -124,7 +169,7 @@ class RemoteFile(ByteSource):
 
     def _stat(self) -> int:
         try:
-            info = self._fs.info(self._url)
+            info = self._info()
         except Exception as exc:
             raise _failure(self.display, exc, "cannot be opened") from None
         final = info.get("url")
@@ -184,12 +229,22 @@ class RemoteFile(ByteSource):
             self._head = data
         return data
 
+    def _info(self) -> dict[str, Any]:
+        """The object's metadata; over HTTP within the time bound (fsspec tries HEAD, then
+        GET: both share it)."""
+        if not self._http:
+            info: dict[str, Any] = self._fs.info(self._url)
+            return info
+        return _http_info(self._fs, self._url, self.timeout)
+
     def _get(self, start: int, end: int) -> bytes:
         """One ranged request, checked: exactly ``end - start`` bytes or an error."""
         try:
-            data: bytes = self._fs.cat_file(
-                self._read_url, start=start, end=end, **self._read_options
-            )
+            data: bytes
+            if self._http:
+                data = self._http_range(start, end)
+            else:
+                data = self._fs.cat_file(self._read_url, start=start, end=end, **self._read_options)
         except Exception as exc:
             raise _failure(self.display, exc, "cannot be read") from None
         with self._lock:
@@ -200,6 +255,55 @@ class RemoteFile(ByteSource):
                 f"{self.display!r}: asked for {end - start} bytes at offset {start}, got "
                 f"{len(data)} (the server ignored the range, or the object changed)"
             )
+        return data
+
+    def _http_range(self, start: int, end: int) -> bytes:
+        """``bytes=start-(end-1)`` over HTTP, read as it streams: refused at the headers
+        when the server answers with anything but the range (a 200 with the whole object),
+        and as soon as more bytes come than asked; within the time bound."""
+        from fsspec.asyn import sync
+
+        fs = self._fs
+        want = end - start
+        limit = self.timeout + want / MIN_RATE
+        covers_all = start == 0 and end == self.size  # a 200 then is the range asked for
+
+        async def fetch() -> bytes:
+            session = await fs.set_session()
+            options = dict(fs.kwargs)
+            headers = dict(options.pop("headers", None) or {})
+            headers["Range"] = f"bytes={start}-{end - 1}"
+            headers["Accept-Encoding"] = "identity"
+            options.update(_request_timeout(self.timeout))
+            options["allow_redirects"] = False
+            async with session.get(fs.encode_url(self._read_url), headers=headers,
+                                   **options) as response:  # fmt: skip
+                whole = response.status == 200 and covers_all
+                if response.status != 206 and not whole:
+                    if response.status == 200:
+                        raise ExternalDataError(
+                            f"asked for {want} bytes at offset {start}, the server sent the "
+                            "whole object (HTTP 200: it ignored the range); refused unread"
+                        )
+                    fs._raise_not_found_for_status(response, self._read_url)
+                    raise ExternalDataError(
+                        f"asked for a range, the server answered HTTP {response.status}"
+                    )
+                declared = response.content_length
+                if declared is not None and declared != want:
+                    raise ExternalDataError(
+                        f"asked for {want} bytes at offset {start}, the server announces "
+                        f"{declared} (the server ignored the range, or the object changed)"
+                    )
+                out = bytearray()
+                while len(out) <= want:  # one byte more than asked tells a long answer
+                    piece = await response.content.read(min(_PIECE, want + 1 - len(out)))
+                    if not piece:
+                        break
+                    out += piece
+                return bytes(out)
+
+        data: bytes = sync(fs.loop, fetch, timeout=limit)
         return data
 
     def _read_direct(self, offset: int, target: memoryview) -> None:
@@ -313,6 +417,8 @@ class RemoteDir:
         self.url = parent_url(url)
         self.display = redact_url(self.url)
         self._options = options
+        self._http = scheme_of(self.url) in _HTTP
+        self._timeout = _seconds(options.get("timeout", DEFAULT_TIMEOUT))
 
     @property
     def name(self) -> str:
@@ -330,8 +436,14 @@ class RemoteDir:
         metadata request. A missing file is False; any other failure is an error."""
         url = self.resolve(name, name)
         try:
-            info: dict[str, Any] = self._fs.info(url)
-        except FileNotFoundError:
+            info: dict[str, Any]
+            if self._http:
+                info = _http_info(self._fs, url, self._timeout)
+            else:
+                info = self._fs.info(url)
+        except FileNotFoundError as exc:
+            if _timed_out(exc):
+                raise _failure(redact_url(url), exc, "cannot be asked for") from None
             return False
         except Exception as exc:
             raise _failure(redact_url(url), exc, "cannot be asked for") from None
@@ -364,11 +476,12 @@ def open_url(
     progress: bool = True,
 ) -> tuple[RemoteFile, RemoteDir]:
     """The model object at ``url`` and the directory its external data lives in."""
-    fs, url = _filesystem(url, storage_options)
+    fs, url, timeout = _filesystem(url, storage_options)
     options: dict[str, Any] = {
         "block_size": block_size,
         "cache_dir": cache_dir,
         "progress": progress,
+        "timeout": timeout,
     }
     return RemoteFile(fs, url, **options), RemoteDir(fs, url, **options)
 
@@ -382,19 +495,63 @@ def open_folder(
     progress: bool = True,
 ) -> RemoteDir:
     """The folder at ``url`` (a directory, a Hub repository or a folder in it)."""
-    fs, url = _filesystem(url, storage_options)
+    fs, url, timeout = _filesystem(url, storage_options)
     parts = urlsplit(url)
     folder = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/", "", ""))
-    return RemoteDir(fs, folder, block_size=block_size, cache_dir=cache_dir, progress=progress)
+    return RemoteDir(
+        fs, folder, block_size=block_size, cache_dir=cache_dir, progress=progress,
+        timeout=timeout,
+    )  # fmt: skip
 
 
-def _filesystem(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, str]:
-    """The fsspec file system for ``url`` and the URL it reads (Hub web URLs as hf://)."""
+def _seconds(value: Any) -> float:
+    """A timeout in seconds: a positive finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"timeout must be a number of seconds, not {type(value).__name__}")
+    seconds = float(value)
+    if not 0 < seconds < 1e6:
+        raise ValueError(f"timeout must be a positive number of seconds, not {value!r}")
+    return seconds
+
+
+def _request_timeout(seconds: float) -> dict[str, Any]:
+    """aiohttp's per-request bounds: connect, first answer and each later read."""
+    import aiohttp
+
+    return {
+        "timeout": aiohttp.ClientTimeout(
+            total=None, connect=seconds, sock_connect=seconds, sock_read=seconds
+        )
+    }
+
+
+def _http_info(fs: Any, url: str, seconds: float) -> dict[str, Any]:
+    """fsspec's HTTP metadata (HEAD, then GET) with every request and the whole bounded."""
+    from fsspec.asyn import sync
+
+    async def info() -> dict[str, Any]:
+        found: dict[str, Any] = await fs._info(url, **_request_timeout(seconds))
+        return found
+
+    result: dict[str, Any] = sync(fs.loop, info, timeout=seconds + 1)
+    return result
+
+
+def _filesystem(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, str, float]:
+    """The fsspec file system for ``url``, the URL it reads (Hub web URLs as hf://) and
+    the HTTP timeout (``storage_options["timeout"]``, ours: not passed to fsspec)."""
     fsspec = require_fsspec()
     url = hub_url(url)
     display = redact_url(url)
+    options = dict(storage_options or {})
+    timeout = DEFAULT_TIMEOUT
+    if scheme_of(url) in _HTTP and "timeout" in options:
+        try:
+            timeout = _seconds(options.pop("timeout"))
+        except (TypeError, ValueError) as exc:
+            raise ModelFormatError(f"{display!r} cannot be opened: {exc}") from None
     try:
-        fs, _ = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        fs, _ = fsspec.core.url_to_fs(url, **options)
     except ImportError as exc:
         raise ImportError(
             f"opening {scheme_of(url)}:// URLs needs an fsspec implementation ({exc}); "
@@ -402,14 +559,16 @@ def _filesystem(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, 
         ) from None
     except (ValueError, TypeError) as exc:
         raise ModelFormatError(f"{display!r} cannot be opened: {scrub(str(exc))[:300]}") from None
-    return fs, url
+    return fs, url, timeout
 
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
+    "DEFAULT_TIMEOUT",
     "RemoteDir",
     "RemoteFile",
     "RemoteFolderError",
+    "RemoteTimeoutError",
     "open_folder",
     "open_url",
     "require_fsspec",
