@@ -375,7 +375,9 @@ class ConstantLookup:
             )
         if tensor.size > _MAX_PARAM_ELEMENTS:
             raise TensorDataError(f"{what} {name!r} has {tensor.size} elements: too many")
-        return np.asarray(tensor.numpy())
+        # A copy: a dequantizer keeps its scales while statistics stream, and a large
+        # tensor's numpy() is a view of the file's map, which a shrinking file takes away.
+        return np.array(tensor.numpy(), copy=True)
 
 
 def _domain(node: Node) -> str:
