@@ -229,6 +229,12 @@ def seeds(harness: str) -> Iterator[tuple[str, bytes]]:
         for name, data in graphdef_binaries():
             yield f"graphdef_{name}", data
         yield "pbtxt_frozen_tf1", samples.frozen_tf1_graphdef(blocks=1, batch_norm_ops=1)
+    elif harness == "run":
+        from .harness_run import seeds as run_seeds
+
+        yield from run_seeds()
+    elif harness in ("bundle", "weights"):  # the harness writes its own seeds
+        yield from harness_module(harness).seeds()
     else:
         raise ValueError(f"unknown harness {harness!r}")
 
