@@ -1,7 +1,8 @@
 """``onnx-explorer run MODEL``: run a model with onnxruntime and summarise every tensor;
 exit 0 when no node made a NaN/Inf (and within tolerance with ``--compare``), 1 a node
 that made one (a constant's or a mask's ±inf passed on does not count), a tensor beyond
-tolerance or a node that failed, 2 on error."""
+tolerance or a node that failed, 2 on error (a bad model or feeds, the time or memory
+limit passed: ``--timeout``, ``--memory-limit``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from ..errors import ExplorerError
 from ..runs import RunFailedError, compare, run
+from ..runs._limits import RUN_TIMEOUT
 from ..views._text import terminal_safe
 from .metrics import parse_dims
 
@@ -24,7 +26,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.compare:
             return _compare(args, dims)
         try:
-            result = run(args.path, args.feeds, dims=dims, seed=args.seed, vocab=args.vocab)
+            result = run(args.path, args.feeds, dims=dims, seed=args.seed, vocab=args.vocab,
+                         **_limits(args))  # fmt: skip
             failed = None
         except RunFailedError as exc:
             result, failed = exc.result, str(exc)
@@ -51,6 +54,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 1 if result.first_problem else 0
 
 
+def _limits(args: argparse.Namespace) -> dict[str, Any]:
+    """``timeout`` and ``memory_limit`` from ``--timeout`` / ``--memory-limit`` (0: none)."""
+    found: dict[str, Any] = {}
+    if args.timeout is not None:
+        if not args.timeout >= 0:
+            raise ValueError(f"--timeout must be a number of seconds (0: none), not {args.timeout}")
+        found["timeout"] = args.timeout or None
+    if args.memory_limit is not None:
+        if args.memory_limit < 0:
+            raise ValueError(f"--memory-limit must be bytes (0: none), not {args.memory_limit}")
+        found["memory_limit"] = args.memory_limit or None
+    return found
+
+
 def _print_lines(message: str) -> None:
     """A message of several lines to stderr, each made safe for the terminal (escaping
     the whole would print its line breaks as ``\\n``)."""
@@ -61,7 +78,7 @@ def _print_lines(message: str) -> None:
 def _compare(args: argparse.Namespace, dims: dict[str, int]) -> int:
     result = compare(
         args.path, args.compare, args.feeds, atol=args.atol, rtol=args.rtol,
-        dims=dims, seed=args.seed, vocab=args.vocab,
+        dims=dims, seed=args.seed, vocab=args.vocab, **_limits(args),
     )  # fmt: skip
     if args.json:
         print(json.dumps(result.to_dict(), indent=1, default=str))
@@ -94,4 +111,14 @@ def register(sub: Any) -> None:
     parser.add_argument("--atol", type=float, default=1e-4, metavar="X")
     parser.add_argument("--rtol", type=float, default=1e-3, metavar="X")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"stop the run after this long (default {RUN_TIMEOUT:g}; 0: none)",
+    )
+    parser.add_argument("--memory-limit", type=int, default=None, metavar="BYTES",
+                        help="bytes of values onnxruntime may hold (default 1 GiB or a "
+                        "quarter of the memory; 0: none)")  # fmt: skip
     parser.set_defaults(handler=_cmd_run)

@@ -14,6 +14,7 @@ from ._compare import CompareResult, TensorComparison, compare
 from ._execute import Failure
 from ._extract import extract
 from ._feeds import FeedError
+from ._limits import MEMORY_LIMIT, RUN_TIMEOUT, MemoryLimitError, RunTimeoutError
 from ._observe import observed_shapes
 from ._ort import OnnxRuntimeMissingError, RunError
 from ._reduce import ReduceError, ReduceResult, ReduceStep, reduce
@@ -21,9 +22,12 @@ from ._run import RunFailedError, RunResult, TensorRecord, run
 from ._submodel import SaveRefusedError, Submodel
 
 __all__ = [
+    "MEMORY_LIMIT",
+    "RUN_TIMEOUT",
     "CompareResult",
     "Failure",
     "FeedError",
+    "MemoryLimitError",
     "OnnxRuntimeMissingError",
     "ReduceError",
     "ReduceResult",
@@ -31,6 +35,7 @@ __all__ = [
     "RunError",
     "RunFailedError",
     "RunResult",
+    "RunTimeoutError",
     "SaveRefusedError",
     "Submodel",
     "TensorComparison",

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..stats import Histogram, ValueStream, histogram
 from ._execute import Execution, Failure, Produced
+from ._limits import MEMORY_LIMIT, RUN_TIMEOUT, Limits
 from ._ort import shrink_shared_arena
 from ._run import TensorRecord, prepare, record
 
@@ -111,19 +112,24 @@ def compare(
     vocab: int | None = None,
     progress: bool = False,
     bins: int = 0,
+    timeout: float | None = RUN_TIMEOUT,
+    memory_limit: int | None = MEMORY_LIMIT,
 ) -> CompareResult:
     """Run ``a`` and ``b`` on the same feeds (generated from ``a`` when None; float
     inputs cast to ``b``'s precision) and compare every matched tensor; see the module
     docstring for the measures. ``bins`` > 0: also each side's statistics and histograms
-    (``records_a``/``records_b``) and a histogram of the differences."""
+    (``records_a``/``records_b``) and a histogram of the differences. ``timeout`` (for
+    both runs together) and ``memory_limit`` (for each) are :func:`run`'s."""
     if not (atol >= 0 and rtol >= 0):
         raise ValueError(f"atol and rtol must be non-negative numbers, not {atol!r}, {rtol!r}")
-    ready_a = prepare(a, feeds, dims=dims, seed=seed, vocab=vocab)
+    limits = Limits.start(timeout, memory_limit)
+    ready_a = prepare(a, feeds, dims=dims, seed=seed, vocab=vocab, limits=limits)
     plan_a, feeds_a = ready_a.plan, ready_a.feeds
-    ready_b = prepare(b, feeds_a, dims=dims, seed=seed, vocab=vocab, cast=True)
+    ready_b = prepare(b, feeds_a, dims=dims, seed=seed, vocab=vocab, cast=True, limits=limits)
     plan_b, feeds_b = ready_b.plan, ready_b.feeds
     pairs = _pairs(a, b, plan_a, plan_b)
-    run_a, run_b = Execution(plan_a, feeds_a), Execution(plan_b, feeds_b)
+    run_a = Execution(plan_a, feeds_a, limits=limits)
+    run_b = Execution(plan_b, feeds_b, limits=limits)
     values_a, values_b = run_a.values(), run_b.values()
     a_side = _ASide(values_a, set(pairs.values()))
     bar = _bar(len(plan_b.order)) if progress else None

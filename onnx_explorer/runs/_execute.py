@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..views._text import squeezed
-from ._ort import RunError, failing_node, make_session
+from ._limits import (
+    UNTIMED,
+    Expired,
+    Limits,
+    RunTimeoutError,
+    build_session,
+    human_bytes,
+    run_session,
+)
+from ._ort import RunError, failing_node
 from ._plan import SEGMENT_BYTES, SEGMENT_NODES, Plan, segment_model
 
 
@@ -17,6 +27,13 @@ def value_bytes(value: Any) -> int:
     if isinstance(value, list):
         return sum(getattr(item, "nbytes", 0) for item in value)
     return int(getattr(value, "nbytes", 0))
+
+
+#: onnxruntime's words when an allocation fails (its arena's max_mem, or the system's).
+_ALLOCATION_FAILED = re.compile(
+    r"Available memory of \d+ is smaller than requested bytes|Failed to allocate memory|bad_alloc"
+)
+_REQUESTED = re.compile(r"requested bytes of (\d+)")
 
 
 @dataclass
@@ -47,6 +64,7 @@ class Execution:
     timing: Timing = field(default_factory=Timing)
     failure: Failure | None = None
     on_segment: Callable[[int], None] | None = None  # called with the nodes done
+    limits: Limits = UNTIMED  # the run's deadline and memory limit
     _dies_at: dict[int, list[str]] = field(default_factory=dict, repr=False)
     _read: set[str] = field(default_factory=set, repr=False)
     _made: int = 0  # bytes the current segment returned
@@ -86,6 +104,8 @@ class Execution:
     ) -> Generator[Produced, None, bool]:
         try:
             results = self._run(segment, live)
+        except RunTimeoutError:
+            raise  # the run is over: no node-by-node retry
         except RunError as exc:
             if len(segment) > 1:  # retry one node at a time: keep what precedes the failure
                 for k, i in enumerate(segment):
@@ -115,9 +135,16 @@ class Execution:
         produced = [(i, name) for i in segment for name in graph.node[i].output if name]
         outputs = [name for _, name in produced]
         data = segment_model(self.plan, segment, live, outputs)
+        limits = self.limits
+        limits.check(f"onnxruntime ran {self._where(segment)}")
         began = time.perf_counter()
         try:
-            session = make_session(data, self.plan.base_dir)
+            session = build_session(data, self.plan.base_dir, limits)
+        except Expired:
+            raise RunTimeoutError(
+                f"{limits.timeout_text()} passed while onnxruntime built its session for "
+                f"{self._where(segment)}: the run was stopped"
+            ) from None
         except Exception as exc:
             raise self._error(exc, segment, "cannot run") from None
         finally:
@@ -125,27 +152,45 @@ class Execution:
         inputs = {v.name: live[v.name] for v in session.get_inputs()}
         began = time.perf_counter()
         try:
-            values = session.run(outputs, inputs)
+            values = run_session(session, outputs, inputs, limits)
+        except Expired as expired:
+            named = failing_node(str(expired.reason)) if expired.reason is not None else None
+            where = self._where(segment, named)
+            raise RunTimeoutError(
+                f"{limits.timeout_text()} passed while onnxruntime ran {where}: it was stopped"
+            ) from None
         except Exception as exc:
             raise self._error(exc, segment, "failed") from None
         finally:
             self.timing.running += time.perf_counter() - began
         return [(i, (name, value)) for (i, name), value in zip(produced, values)]
 
-    def _error(self, exc: Exception, segment: list[int], what: str) -> RunError:
+    def _where(self, segment: list[int], named: str | None = None) -> str:
+        """``node 'x' (op Loop)``, or the segment's first node and its size."""
         graph = self.plan.graph
-        named = failing_node(str(exc))
         index = next(
             (i for i in segment if self.plan.node_label(i) == named or graph.node[i].name == named),
             segment[0] if len(segment) == 1 else None,
         )
         if index is None:
-            where = f"one of nodes {self.plan.node_label(segment[0])!r}..."
-        else:
-            node = graph.node[index]
-            op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
-            where = f"node {self.plan.node_label(index)!r} (op {op})"
-        return RunError(f"onnxruntime {what} at {where}: {squeezed(str(exc))}")
+            return f"nodes {self.plan.node_label(segment[0])!r}... ({len(segment)} nodes)"
+        node = graph.node[index]
+        op = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
+        return f"node {self.plan.node_label(index)!r} (op {op})"
+
+    def _error(self, exc: Exception, segment: list[int], what: str) -> RunError:
+        message = str(exc)
+        where = self._where(segment, failing_node(message))
+        if where.startswith("nodes "):
+            where = "one of " + where
+        if _ALLOCATION_FAILED.search(message):  # the shared arena's cap (or the system's)
+            asked = _REQUESTED.search(message)
+            size = f" (an allocation of {human_bytes(int(asked.group(1)))})" if asked else ""
+            return RunError(
+                f"onnxruntime {what} at {where}: its values need more memory than "
+                f"{self.limits.memory_text()}{size}"
+            )
+        return RunError(f"onnxruntime {what} at {where}: {squeezed(message)}")
 
     def _deaths(self) -> dict[int, list[str]]:
         """position (in execution order) → the values whose last reader is there."""

@@ -9,8 +9,10 @@ masks (``*mask*``) are ones, bools random. Their shapes come from
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +24,7 @@ from onnx import helper
 from ..bindings import is_placeholder
 from ..errors import ExplorerError
 from ..model import ValueInfo
+from ._limits import human_bytes
 
 _IDS = re.compile(r"(^|_)(input_ids|ids|tokens?|token_ids)$|_ids$", re.IGNORECASE)
 
@@ -37,6 +40,7 @@ class InputSpec:
     name: str
     dtype: np.dtype | None
     dims: tuple[int | str | None, ...] | None  # None: rank unknown
+    problem: str = ""  # why no dtype: "elem_type 99 is not an ONNX tensor type"
 
     def value_info(self) -> ValueInfo:
         """This input as the model's neutral type (what :mod:`onnx_explorer.bindings` binds)."""
@@ -59,10 +63,14 @@ def input_specs(graph: onnx.GraphProto) -> list[InputSpec]:
         if value.name in defaults:
             continue
         dtype = dims = None
+        problem = ""
         if value.type.HasField("tensor_type"):
             tensor = value.type.tensor_type
             if tensor.elem_type:
-                dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+                try:
+                    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+                except (KeyError, TypeError, ValueError):
+                    problem = f"its elem_type {tensor.elem_type} is not an ONNX tensor type"
             if tensor.HasField("shape"):
                 # -1 (Paddle) and an unnamed dim both mean "any size"
                 dims = tuple(
@@ -71,21 +79,65 @@ def input_specs(graph: onnx.GraphProto) -> list[InputSpec]:
                     else (d.dim_param or None)
                     for d in tensor.shape.dim
                 )
-        specs.append(InputSpec(value.name, dtype, dims))
+        specs.append(InputSpec(value.name, dtype, dims, problem))
     return specs
 
 
-def load_feeds(feeds: Any) -> dict[str, np.ndarray]:
-    """A dict of arrays from a mapping or an ``.npz`` path."""
+def load_feeds(feeds: Any, max_bytes: int | None = None) -> dict[str, np.ndarray]:
+    """A dict of arrays from a mapping or an ``.npz`` path (whose arrays' headers are
+    checked first: sizes their file does not hold, or beyond ``max_bytes`` in all, are a
+    FeedError, not an allocation)."""
     if isinstance(feeds, str | os.PathLike):
+        path = os.fspath(feeds)
         try:
-            with np.load(os.fspath(feeds), allow_pickle=False) as data:
+            _check_npz(path, max_bytes)
+            with np.load(path, allow_pickle=False) as data:
                 return {name: data[name] for name in data.files}
-        except (OSError, ValueError) as exc:
-            raise FeedError(f"feeds {os.fspath(feeds)!r} cannot be read as .npz: {exc}") from exc
+        except FeedError:
+            raise
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise FeedError(f"feeds {path!r} cannot be read as .npz: {exc}") from exc
     if isinstance(feeds, Mapping):
         return {str(k): np.asarray(v) for k, v in feeds.items()}
     raise TypeError(f"feeds must be a dict of arrays or an .npz path, not {type(feeds).__name__}")
+
+
+def _check_npz(path: str, max_bytes: int | None) -> None:
+    """Every array's header against the bytes its member holds, and the total against
+    ``max_bytes``, before numpy allocates anything (FeedError naming the array)."""
+    total = 0
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            name = info.filename[: -len(".npy")]
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+                elif version == (2, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+                else:
+                    read = getattr(np.lib.format, "_read_array_header")  # noqa: B009
+                    shape, _, dtype = read(member, version)
+                start = member.tell()
+            if dtype.hasobject:
+                raise FeedError(f"feeds {path!r}: array {name!r} holds Python objects (pickled)")
+            declared = math.prod(shape) * dtype.itemsize
+            held = info.file_size - start
+            shown = f"{dtype.name}{list(shape)}"
+            if declared > held:
+                raise FeedError(
+                    f"feeds {path!r}: array {name!r} declares {shown} = "
+                    f"{human_bytes(declared)}, but its file holds {human_bytes(max(held, 0))}"
+                )
+            total += declared
+            if max_bytes is not None and total > max_bytes:
+                raise FeedError(
+                    f"feeds {path!r}: array {name!r} {shown} takes the feeds to "
+                    f"{human_bytes(total)}, beyond the run's memory limit of "
+                    f"{human_bytes(max_bytes)} (memory_limit=)"
+                )
 
 
 def check_feeds(specs: list[InputSpec], feeds: Mapping[str, np.ndarray]) -> None:
@@ -138,19 +190,45 @@ def generate_feeds(
     shapes: Mapping[str, tuple[int, ...]],
     seed: int = 0,
     vocab: int | None = None,
+    max_bytes: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Values for every input in ``specs`` at ``shapes[name]`` (the sizes
-    :mod:`onnx_explorer.bindings` chose); FeedError for one it cannot make."""
+    :mod:`onnx_explorer.bindings` chose); FeedError for one it cannot make, or when
+    they would take more than ``max_bytes`` in all (checked before any is made)."""
     rng = np.random.default_rng(seed)
-    feeds = {}
+    planned: list[tuple[InputSpec, np.dtype, tuple[int, ...]]] = []
+    total = 0
     for spec in specs:
         shape = shapes.get(spec.name)
+        if spec.problem:
+            raise FeedError(f"input {spec.name!r} cannot be generated: {spec.problem}")
         if spec.dtype is None or shape is None:
             raise FeedError(
                 f"input {spec.text()} has no declared type or rank: pass feeds={{...}} for it"
             )
-        feeds[spec.name] = _values(spec.name, spec.dtype, tuple(shape), rng, vocab)
-    return feeds
+        sizes = tuple(int(d) for d in shape)
+        if any(d < 0 for d in sizes):
+            raise FeedError(f"input {spec.name!r} cannot be generated at {list(sizes)}")
+        nbytes = math.prod(sizes) * max(spec.dtype.itemsize, 1)
+        total += nbytes
+        if (max_bytes is not None and total > max_bytes) or nbytes >= _NUMPY_MAX:
+            limit = (
+                "" if max_bytes is None else f"the run's memory limit of {human_bytes(max_bytes)}"
+            )
+            raise FeedError(
+                f"input {spec.name!r} generated at {spec.dtype.name}{list(sizes)} would take "
+                f"{human_bytes(nbytes)}"
+                + (f" ({human_bytes(total)} with the inputs before it)" if total > nbytes else "")
+                + f", beyond {limit or 'what numpy can allocate'} (memory_limit=): pass smaller "
+                "dims= or your own feeds"
+            )
+        planned.append((spec, spec.dtype, sizes))
+    return {
+        spec.name: _values(spec.name, dtype, sizes, rng, vocab) for spec, dtype, sizes in planned
+    }
+
+
+_NUMPY_MAX = 1 << 62  # bytes of one array numpy can describe at all
 
 
 def _values(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from pathlib import Path
@@ -49,6 +50,20 @@ def failing_node(message: str) -> str | None:
 
 
 _shared_arena: bool | None = None  # None: not tried yet
+_arena_cap: int | None = None  # the shared arena's max_mem (None: not ours, no cap known)
+
+
+def _physical_memory() -> int | None:
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return int(pages) * int(size) if pages > 0 and size > 0 else None
+
+
+#: The shared arena's ``max_mem``, fixed when it is registered (once per process), and
+#: a run's default memory limit: 1 GiB, or a quarter of the machine's memory if less.
+ARENA_LIMIT = min(1 << 30, (_physical_memory() or 1 << 32) // 4)
 _arena_lock = threading.RLock()
 
 
@@ -71,12 +86,17 @@ def _use_shared_arena(ort: Any) -> bool:
 
 
 def _register_shared_arena(ort: Any) -> bool:
+    global _arena_cap
     kind, memory = ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, ort.OrtMemType.DEFAULT
     info = ort.OrtMemoryInfo("Cpu", kind, 0, memory)
-    # grow by what is asked (not to the next power of two), no cap
-    config = ort.OrtArenaCfg({"arena_extend_strategy": 1})
+    # grow by what is asked (not to the next power of two), up to the default memory
+    # limit: an allocation beyond it fails in onnxruntime, naming the node, instead of
+    # taking the kernel's memory (a 150-byte ConstantOfShape asked for 4 GB)
+    cap = ARENA_LIMIT
+    config = ort.OrtArenaCfg({"arena_extend_strategy": 1, "max_mem": cap})
     try:
         ort.create_and_register_allocator(info, config)
+        _arena_cap = cap
         return True
     except Exception as exc:  # already registered by the host application: use it as is
         return "already" in str(exc).lower()
@@ -109,13 +129,29 @@ def shrink_shared_arena() -> None:
         _tiny_run(options)
 
 
-def make_session(model_bytes: bytes, base_dir: Path | None) -> Any:
+def arena_cap() -> int | None:
+    """The shared arena's ``max_mem`` once registered by this package (else None)."""
+    return _arena_cap
+
+
+def make_session(
+    model_bytes: bytes, base_dir: Path | None, *, memory_limit: int | None = ARENA_LIMIT
+) -> Any:
     """A CPU session over a model in memory. External data is read in place from
-    ``base_dir`` (the user's model directory): nothing is written or copied."""
+    ``base_dir`` (the user's model directory): nothing is written or copied.
+
+    Its values live in the shared arena, capped at :data:`ARENA_LIMIT`, when
+    ``memory_limit`` is within that cap; a larger limit (or None) gives the session an
+    arena of its own, which onnxruntime cannot cap (the limit is then checked before
+    the run only). Weights never count: they are allocated outside the arena."""
     ort = onnxruntime()
     options = ort.SessionOptions()
     options.log_severity_level = 4  # our error says what failed: no ORT lines on stderr
-    if _use_shared_arena(ort):
+    # weights outside the arena: its cap bounds the values a run makes, not the model
+    options.add_session_config_entry("session.use_device_allocator_for_initializers", "1")
+    if _use_shared_arena(ort) and (
+        _arena_cap is None or (memory_limit is not None and memory_limit <= _arena_cap)
+    ):
         options.add_session_config_entry("session.use_env_allocators", "1")
     if base_dir is not None:
         options.add_session_config_entry(

@@ -27,6 +27,8 @@ from ..errors import ModelFormatError
 from ..external_data import resolve_location
 from ..model import Model
 from ..readers import load
+from ._ort import RunError
+from ._precheck import stoppable
 
 #: Nodes in the first segment; the next ones are sized by the bytes the previous made.
 SEGMENT_NODES = 64
@@ -122,6 +124,7 @@ def inference_mode(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
 
 def plan(model: onnx.ModelProto, base_dir: Path | None) -> Plan:
     graph = model.graph
+    check_text(graph)
     initializers = {t.name: t for t in graph.initializer}
     needs = [tuple(n for n in node.input if n) + _outer_names(node) for node in graph.node]
     not_captured: list[str] = []
@@ -130,6 +133,25 @@ def plan(model: onnx.ModelProto, base_dir: Path | None) -> Plan:
             for body in _bodies(attr):
                 not_captured.extend(_body_values(body))
     return Plan(model, base_dir, _topological(graph, needs), needs, initializers, not_captured)
+
+
+def check_text(graph: onnx.GraphProto) -> None:
+    """ModelFormatError for a name that is not UTF-8 text (protobuf hands such a string
+    field over as bytes): a value, node, op or domain name of the main graph."""
+    for kind, values in (("input", graph.input), ("output", graph.output),
+                         ("initializer", graph.initializer)):  # fmt: skip
+        for value in values:
+            if not isinstance(value.name, str):
+                raise ModelFormatError(f"a graph {kind}'s name is not UTF-8 text: {value.name!r}")
+    for index, node in enumerate(graph.node):
+        for part, found in (("name", [node.name]), ("op_type", [node.op_type]),
+                             ("domain", [node.domain]), ("input", node.input),
+                             ("output", node.output)):  # fmt: skip
+            for text in found:
+                if not isinstance(text, str):
+                    raise ModelFormatError(
+                        f"node #{index} ({node.op_type!r}): its {part} {text!r} is not UTF-8 text"
+                    )
 
 
 def _bodies(attr: onnx.AttributeProto) -> list[onnx.GraphProto]:
@@ -200,10 +222,11 @@ def _topological(graph: onnx.GraphProto, needs: list[tuple[str, ...]]) -> list[i
 def segment_model(plan: Plan, nodes: list[int], live: dict[str, Any], outputs: list[str]) -> bytes:
     """The serialized model of one segment: those nodes, reading ``live`` values."""
     src = plan.model
-    graph = onnx.GraphProto(name=src.graph.name or "segment")
+    name = src.graph.name  # bytes when not UTF-8: the segment needs none of it
+    graph = onnx.GraphProto(name=name if isinstance(name, str) and name else "segment")
     seen: set[str] = set()
     for i in nodes:
-        graph.node.append(src.graph.node[i])
+        graph.node.append(stoppable(src.graph.node[i]))  # Loops that see terminate
     for i in nodes:
         for name in plan.needs[i]:
             if name in seen:
@@ -224,15 +247,35 @@ def segment_model(plan: Plan, nodes: list[int], live: dict[str, Any], outputs: l
 
 
 def _value_info(name: str, value: Any) -> onnx.ValueInfoProto:
-    if isinstance(value, list):  # a sequence
-        elem = value[0].dtype if value else np.dtype(np.float32)
-        return helper.make_tensor_sequence_value_info(
-            name, helper.np_dtype_to_tensor_dtype(elem), None
+    """A segment input typed from the value an earlier segment made (RunError for a value
+    onnxruntime cannot be given back)."""
+    return helper.make_value_info(name, _type_of(name, value))
+
+
+def _type_of(name: str, value: Any) -> onnx.TypeProto:
+    if isinstance(value, list):  # a sequence: of tensors, or of maps (ZipMap's)
+        first = value[0] if value else np.zeros(0, np.float32)
+        inner = _type_of(name, first)
+        if inner.HasField("tensor_type"):  # elements may differ in shape: none declared
+            inner.tensor_type.ClearField("shape")
+        return helper.make_sequence_type_proto(inner)
+    if isinstance(value, dict):  # a map (ZipMap's entries: int64 or string → float)
+        keys = {type(k) for k in value}
+        key = onnx.TensorProto.STRING if keys and keys <= {str} else onnx.TensorProto.INT64
+        return helper.make_map_type_proto(key, helper.make_tensor_type_proto(
+            onnx.TensorProto.FLOAT, None))  # fmt: skip
+    if not isinstance(value, np.ndarray):
+        raise RunError(
+            f"value {name!r} is a {type(value).__name__}, which onnxruntime cannot be given "
+            "as an input: it cannot be passed to a later part of the run"
         )
-    array = np.asarray(value)
+    try:
+        elem = helper.np_dtype_to_tensor_dtype(value.dtype)
+    except (KeyError, TypeError, ValueError):
+        raise RunError(
+            f"value {name!r} has dtype {value.dtype}, which ONNX has no type for"
+        ) from None
     # Rank only, no sizes: a body typed with the model's own (symbolic) dims would meet
     # exact sizes it does not declare, and onnxruntime's inference inside If bodies
     # then fails on models that run whole (spox-built VADs).
-    return helper.make_tensor_value_info(
-        name, helper.np_dtype_to_tensor_dtype(array.dtype), [None] * array.ndim
-    )
+    return helper.make_tensor_type_proto(elem, [None] * value.ndim)

@@ -11,17 +11,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import onnx
 
 from .._gc_pause import paused_gc
 from ..bindings import bind_values
+from ..readers.onnx._inference_child import warm_up
 from ..stats import Histogram, TensorStats, array_values, histogram, summarize
 from ..views._text import squeezed
 from ._activation_stats import activation_histogram, activation_stats, fast_path
 from ._background import Background
 from ._execute import Execution, Failure, Produced
 from ._feeds import check_feeds, generate_feeds, input_specs, load_feeds
-from ._ort import RunError, make_session, onnxruntime, shrink_shared_arena
-from ._plan import Plan, check_external, inference_mode, load_proto, plan
+from ._limits import (
+    MEMORY_LIMIT,
+    RUN_TIMEOUT,
+    UNTIMED,
+    Expired,
+    Limits,
+    RunTimeoutError,
+    build_session,
+    run_session,
+)
+from ._ort import RunError, onnxruntime, shrink_shared_arena
+from ._plan import Plan, check_external, check_text, inference_mode, load_proto, plan
+from ._precheck import precheck, stoppable
 
 
 @dataclass
@@ -193,15 +206,19 @@ def prepare(
     vocab: int | None,
     cast: bool = False,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    limits: Limits = UNTIMED,
 ) -> Prepared:
     """The plan and the checked feeds: ``feeds`` as given, the inputs it leaves out
     generated at the sizes :mod:`onnx_explorer.bindings` chooses (``dims``, the model's
-    hints, a default per kind; the given arrays fix the symbols they share)."""
+    hints, a default per kind; the given arrays fix the symbols they share). The model
+    and the feeds are then checked against ``limits`` (:func:`._precheck.precheck`)."""
     onnxruntime()  # the clear error before any work
+    warm_up()  # the inference worker of the pre-check starts while the model loads
     proto, base_dir = load_proto(model)
+    check_text(proto.graph)  # names that are not UTF-8 (bytes) are refused, not used
     check_external(proto, base_dir)
     specs = input_specs(proto.graph)
-    given = {} if feeds is None else load_feeds(feeds)
+    given = {} if feeds is None else load_feeds(feeds, limits.memory_limit)
     if cast:
         from ._feeds import cast_floats
 
@@ -215,10 +232,12 @@ def prepare(
             input_shapes={**(input_shapes or {}), **_fitting_shapes(specs, given)},
             metadata={p.key: p.value for p in proto.metadata_props},
         )
-        given.update(generate_feeds(missing, shapes=binding.shapes, seed=seed, vocab=vocab))
+        given.update(generate_feeds(missing, shapes=binding.shapes, seed=seed, vocab=vocab,
+                                    max_bytes=limits.memory_limit))  # fmt: skip
         assumed = binding.line()
     check_feeds(specs, given)
     proto, notes = inference_mode(proto)
+    precheck(proto, given, limits)
     generated = "; ".join(f"{s.name} {given[s.name].dtype.name}{list(given[s.name].shape)}"
                           for s in missing if s.name in given)  # fmt: skip
     return Prepared(plan(proto, base_dir), given, assumed, notes, generated)
@@ -270,6 +289,8 @@ def run(
     bins: int = 0,
     progress: bool = False,
     segment_nodes: int | None = None,
+    timeout: float | None = RUN_TIMEOUT,
+    memory_limit: int | None = MEMORY_LIMIT,
 ) -> RunResult:
     """Run ``model`` (a path, bytes or ``onnx.ModelProto``) with onnxruntime on ``feeds``
     and summarise every captured intermediate tensor.
@@ -283,12 +304,20 @@ def run(
     generated (see :mod:`onnx_explorer.bindings`; ``result.assumed`` says what was
     assumed). ``segment_nodes``: nodes per onnxruntime session
     (default: sized so a segment returns at most ``SEGMENT_BYTES`` of values).
+    ``timeout``: seconds for the whole run (default :data:`RUN_TIMEOUT`, None: no
+    limit); past it onnxruntime is stopped and :class:`RunTimeoutError` says what it
+    was doing. Ctrl-C (Jupyter's "interrupt kernel") stops it the same way.
+    ``memory_limit``: bytes of values onnxruntime may hold (default
+    :data:`MEMORY_LIMIT`, None: no limit); a node whose outputs would exceed it is
+    refused before the run (:class:`MemoryLimitError`) or fails when it allocates.
     """
     began = time.perf_counter()
-    ready = prepare(model, feeds, dims=dims, seed=seed, vocab=vocab, input_shapes=input_shapes)
+    limits = Limits.start(timeout, memory_limit)
+    ready = prepare(model, feeds, dims=dims, seed=seed, vocab=vocab, input_shapes=input_shapes,
+                    limits=limits)  # fmt: skip
     the_plan, given = ready.plan, ready.feeds
     prepared = time.perf_counter() - began
-    execution = Execution(the_plan, given, segment_nodes=segment_nodes)
+    execution = Execution(the_plan, given, segment_nodes=segment_nodes, limits=limits)
     bar = _bar(len(the_plan.order)) if progress else None
     collector = Collector(the_plan, capture, keep, bins)
     execution.on_segment = collector.segment_done
@@ -311,7 +340,7 @@ def run(
     result.prepare_seconds = prepared
     result.assumed, result.notes = ready.assumed, list(ready.notes)
     if execution.failure is None and _has_quantize_nodes(the_plan):
-        result.outputs = _whole_model_outputs(the_plan, given)
+        result.outputs = _whole_model_outputs(the_plan, given, limits)
         result.notes.append(
             "outputs from one onnxruntime session over the whole model (its fused int8 "
             "kernels); intermediates from the graph as written (each Q/DQ on its own), "
@@ -330,16 +359,28 @@ def _has_quantize_nodes(the_plan: Plan) -> bool:
     return any(node.op_type in _QUANTIZE_OPS for node in the_plan.graph.node)
 
 
-def _whole_model_outputs(the_plan: Plan, feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
+def _whole_model_outputs(
+    the_plan: Plan, feeds: Mapping[str, np.ndarray], limits: Limits = UNTIMED
+) -> dict[str, Any]:
     """The model's outputs from one session over it all, as a user's own session gives
     them. Capturing every value keeps onnxruntime from fusing QuantizeLinear /
     DequantizeLinear pairs into int8 kernels, which a plain session runs: the final
     outputs of a QDQ model differ by up to the quantization step between the two."""
-    data = the_plan.model.SerializeToString()
-    session = make_session(data, the_plan.base_dir)
+    model = the_plan.model
+    if any(stoppable(node) is not node for node in model.graph.node):
+        model = onnx.ModelProto()  # its Loops made stoppable (a copy: the plan's is kept)
+        model.CopyFrom(the_plan.model)
+        for i, node in enumerate(model.graph.node):
+            model.graph.node[i].CopyFrom(stoppable(node))
+    data = model.SerializeToString()
     names = [v.name for v in the_plan.graph.output]
     try:
-        values = session.run(names, dict(feeds))
+        session = build_session(data, the_plan.base_dir, limits)
+        values = run_session(session, names, dict(feeds), limits)
+    except Expired:
+        raise RunTimeoutError(
+            f"{limits.timeout_text()} passed while onnxruntime ran the whole model: it was stopped"
+        ) from None
     except Exception as exc:  # onnxruntime's own exception types
         raise RunError(f"onnxruntime failed running the whole model: {squeezed(str(exc))}") from exc
     return {name: _owned(value) for name, value in zip(names, values)}

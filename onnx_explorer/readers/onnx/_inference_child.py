@@ -85,6 +85,9 @@ class Outcome:
 
     inferred: bytes | None
     error: str | None = None
+    #: "ok", "failed" (inference raised), "timeout" (stopped at the limit), "died" (the
+    #: process crashed or was killed), "skipped" (no process could be started)
+    kind: str = "ok"
 
 
 def live_children() -> int:
@@ -129,7 +132,9 @@ def infer_in_child(
     """
     limit = INFERENCE_TIME_LIMIT if time_limit is None else float(time_limit)
     if not sys.executable:
-        return Outcome(None, "ONNX shape inference skipped: no Python executable to run it in")
+        return Outcome(
+            None, "ONNX shape inference skipped: no Python executable to run it in", "skipped"
+        )
     if not _CAN_WAIT_ON_PIPES:
         return _infer_one_shot(model, limit, data_prop)
     with _REQUEST_LOCK:
@@ -137,27 +142,29 @@ def infer_in_child(
         for attempt in (1, 2):
             started = _running_worker()
             if isinstance(started, str):
-                return Outcome(None, started)
+                return Outcome(None, started, "skipped")
             worker, fresh = started
             try:
                 status, payload = _exchange(worker, model, deadline, data_prop)
             except _TimedOut:
                 _retire(worker)
                 return Outcome(
-                    None, f"ONNX shape inference timed out after {limit:g} s and was stopped"
+                    None,
+                    f"ONNX shape inference timed out after {limit:g} s and was stopped",
+                    "timeout",
                 )
             except _WorkerGone as gone:  # crashed, or ended (idle, killed) as we wrote
                 rest = _retire(worker)
                 if attempt == 1 and not fresh:
                     continue
-                return Outcome(None, _death(worker.returncode, gone.stderr + rest))
+                return Outcome(None, _death(worker.returncode, gone.stderr + rest), "died")
             except BaseException:  # Ctrl-C / "interrupt kernel" while waiting: it goes too
                 _retire(worker)
                 raise
             if status == _OK:
                 return Outcome(payload)
             reason = payload.decode("utf-8", "replace")
-            return Outcome(None, f"ONNX shape inference failed ({reason[:200]})")
+            return Outcome(None, f"ONNX shape inference failed ({reason[:200]})", "failed")
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -270,13 +277,15 @@ def _pipe(pipe: IO[bytes] | None) -> IO[bytes]:
 def _infer_one_shot(model: bytes, limit: float, data_prop: bool) -> Outcome:
     process = _spawn([f"{limit!r}", *([_DATA_PROP] if data_prop else [])])
     if isinstance(process, str):
-        return Outcome(None, process)
+        return Outcome(None, process, "skipped")
     try:
         out, err = process.communicate(model, timeout=limit)
     except subprocess.TimeoutExpired:
         _kill(process)
         process.communicate()  # reap it and close the pipes
-        return Outcome(None, f"ONNX shape inference timed out after {limit:g} s and was stopped")
+        return Outcome(
+            None, f"ONNX shape inference timed out after {limit:g} s and was stopped", "timeout"
+        )
     except BaseException:  # Ctrl-C / "interrupt kernel" while waiting: the child goes too
         _kill(process)
         process.wait()
@@ -288,8 +297,9 @@ def _infer_one_shot(model: bytes, limit: float, data_prop: bool) -> Outcome:
         return Outcome(out)
     if code == _FAILED:
         lines = err.decode("utf-8", "replace").strip().splitlines()
-        return Outcome(None, f"ONNX shape inference failed ({lines[-1][:200] if lines else ''})")
-    return Outcome(None, _death(code, err))
+        reason = lines[-1][:200] if lines else ""
+        return Outcome(None, f"ONNX shape inference failed ({reason})", "failed")
+    return Outcome(None, _death(code, err), "died")
 
 
 def _spawn(args: list[str]) -> subprocess.Popen[bytes] | str:
