@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         run,
     )
     from .weights import weights_report_many
-    from .widgets import DiffExplorer, Explorer
+    from .widgets import DiffExplorer, Explorer, compare_view
 
 __version__ = "0.1.0"
 
@@ -80,6 +80,7 @@ __all__ = [
     "ValueInfo",
     "__version__",
     "compare",
+    "compare_view",
     "diff",
     "explore",
     "explore_diff",
@@ -104,6 +105,7 @@ _LAZY = {
     "RunFailedError": ".runs",
     "RunResult": ".runs",
     "compare": ".runs",
+    "compare_view": ".widgets",
     "extract": ".runs",
     "load": ".readers",
     "read_node_data": ".node_data",

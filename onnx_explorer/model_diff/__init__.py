@@ -9,13 +9,25 @@ by content, then through the nodes that read them: a float weight and its quanti
 (``MatMul``/``MatMulInteger``, ``Conv``/``ConvInteger``, ``Gather``/``Gather →
 DequantizeLinear``, ``LSTM``/``DynamicQuantizeLSTM``, ``DequantizeLinear`` feeding a
 matched node: ``_quantized``) are compared dequantized. Values are compared streamed,
-chunk by chunk (``_values``).
+chunk by chunk (``_values``). Which nodes stand for which in two panes side by side,
+fused and split nodes grouped (1↔N), is ``_links``.
 """
 
 from __future__ import annotations
 
 from ._compare import compare_models
+from ._links import LinkGroup, NodeLinks, node_links
 from ._model_diff import ModelDiff
 from ._results import NodeChange, NodeRef, RemovedNode, TensorChange
 
-__all__ = ["ModelDiff", "NodeChange", "NodeRef", "RemovedNode", "TensorChange", "compare_models"]
+__all__ = [
+    "LinkGroup",
+    "ModelDiff",
+    "NodeChange",
+    "NodeLinks",
+    "NodeRef",
+    "RemovedNode",
+    "TensorChange",
+    "compare_models",
+    "node_links",
+]

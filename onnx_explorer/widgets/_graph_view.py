@@ -47,6 +47,10 @@ _HERE = Path(__file__).resolve().parent
 #: Search hits marked in the drawing at most (a filter may match 100,000 nodes).
 MATCHES_MARKED = 2000
 
+#: Marks the browser draws on nodes (class ``oxe-mark-<word>``, graph_view.css): no
+#: counterpart on the other side of a compare view; linked with the selection (1↔N).
+MARK_WORDS = frozenset({"unmatched", "related"})
+
 #: What is painted over the drawing: one overlay, or one per graph (bodies differ).
 OverlaySource = Overlay | Callable[[Graph], Overlay | None] | None
 
@@ -115,6 +119,11 @@ class GraphView(anywidget.AnyWidget):
     export_name = traitlets.Unicode("graph").tag(sync=True)  # file name stem of exports
     budget = traitlets.Float(DEFAULT_BUDGET)
     picked_ghost = traitlets.Unicode("")  # key of the ghost clicked last ("" otherwise)
+    # Two panes side by side (widgets/_compare_view.py): drawn id → a mark word (see
+    # set_marks), and the last pan/zoom made here by hand, which the browser links to
+    # the other pane's (graph_view.js: linkView).
+    marks = traitlets.Dict().tag(sync=True)
+    view_move = traitlets.Dict().tag(sync=True)
 
     def __init__(self, graph: Graph, model: Model | None = None, **kwargs: Any) -> None:
         # ``overlay`` is taken out before the traits are: it is Python-side only.
@@ -507,6 +516,33 @@ class GraphView(anywidget.AnyWidget):
         with self.hold_sync():
             self.match_total = len(names)
             self.matches = list(drawn)
+
+    # -- marks (two panes side by side) --------------------------------------------------
+    def set_marks(self, marks: dict[str, str]) -> None:
+        """Mark nodes by name with a word of :data:`MARK_WORDS` (``{}`` clears): the
+        browser outlines each drawn one (``oxe-mark-<word>``); nodes hidden in a collapsed
+        scope mark nothing. Kept for every later drawing of the same graph."""
+        self._marks = {name: word for name, word in marks.items() if word in MARK_WORDS}
+        self._refresh_marks()
+
+    @traitlets.observe("version")
+    def _on_version_marks(self, _change: Any) -> None:
+        self._refresh_marks()
+
+    def _refresh_marks(self) -> None:
+        marks: dict[str, str] = getattr(self, "_marks", {})
+        result, graph = self.result, self.graph
+        drawn: dict[str, str] = {}
+        if result is not None and self._drawn_graph is graph:
+            for name, word in marks.items():
+                if not graph.has_node(name):
+                    continue
+                location = result.locate(graph.node(name))
+                entry = self.ids.get(location or "", {})
+                if location and entry.get("kind") == "node":
+                    drawn[location] = word
+        if drawn != self.marks:
+            self.marks = drawn
 
     # -- export ------------------------------------------------------------------------
     def save(self, path: str | Path, timeout: float = 60.0) -> Path:

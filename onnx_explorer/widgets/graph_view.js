@@ -79,6 +79,68 @@ function download(name, blob) {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
+// -- two panes side by side (widgets/_compare_view.py) ---------------------------------
+// ``marks``: drawn id → a word; the drawn item gets the class oxe-mark-<word> (a node
+// with no counterpart on the other side; the nodes linked with the selection, 1↔N).
+const MARK_WORDS = ["unmatched", "related"];
+function showMarks(model, stage) {
+  for (const word of MARK_WORDS) {
+    for (const old of stage.querySelectorAll(`.oxe-mark-${word}`)) old.classList.remove(`oxe-mark-${word}`);
+  }
+  const marks = model.get("marks") || {};
+  for (const [id, word] of Object.entries(marks)) {
+    if (!MARK_WORDS.includes(word)) continue;
+    const node = stage.querySelector(`g[id="${CSS.escape(id)}"]`);
+    if (node) node.classList.add(`oxe-mark-${word}`);
+  }
+}
+
+// ``view_move``: the last pan or zoom made here by hand, as the map of the screen it
+// applied ({origin, n, k, ox, oy}: screen' = k·screen + (ox, oy)). A compare view links
+// two panes' view_move in the browser (ipywidgets jslink, no kernel in between): each
+// pane applies the other's moves, never its own (origin), and a move applied here is not
+// a move made here, so nothing echoes back. Moves made by code (centring a selection, a
+// new drawing placed) are not sent: only those inside a pointer, wheel, key or button
+// event, measured from just before the event to the next frame.
+function linkView(model, el, view) {
+  const origin = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+  let count = 0;
+  let before = null;
+  let frame = null;
+  const finite = (v) => typeof v === "number" && Number.isFinite(v);
+  const check = () => {
+    frame = null;
+    const after = view.get();
+    const start = before;
+    before = null;
+    if (!start || (after.scale === start.scale && after.tx === start.tx && after.ty === start.ty)) return;
+    const k = after.scale / start.scale;
+    count += 1;
+    model.set("view_move", { origin, n: count, k, ox: after.tx - k * start.tx, oy: after.ty - k * start.ty });
+  };
+  const gesture = () => {
+    if (frame !== null) return; // one measure per frame: a drag's moves add up
+    before = view.get();
+    frame = requestAnimationFrame(check);
+  };
+  const received = () => {
+    const move = model.get("view_move") || {};
+    if (!move.origin || move.origin === origin) return;
+    if (![move.k, move.ox, move.oy].every(finite) || move.k <= 0) return;
+    const t = view.get();
+    view.set({ scale: t.scale * move.k, tx: t.tx * move.k + move.ox, ty: t.ty * move.k + move.oy });
+    if (before) before = view.get(); // a gesture in flight here measures from the new place
+  };
+  const events = ["pointerdown", "pointermove", "pointerup", "wheel", "keydown", "click", "dblclick"];
+  for (const name of events) el.addEventListener(name, gesture, { capture: true, passive: true });
+  model.on("change:view_move", received);
+  return () => {
+    for (const name of events) el.removeEventListener(name, gesture, { capture: true });
+    model.off("change:view_move", received);
+    if (frame !== null) cancelAnimationFrame(frame);
+  };
+}
+
 function render({ model, el }) {
   el.classList.add("oxe-graph");
   // Lumino (JupyterLab, Notebook 7) runs no shortcut for keys pressed inside this element.
@@ -738,6 +800,19 @@ function render({ model, el }) {
     ["change:height", () => { viewport.style.height = model.get("height") || ""; }],
   ];
   for (const [name, callback] of listeners) model.on(name, callback);
+  // Marks and the linked view of a compare view (after loadSvg: registered after it).
+  const marks = () => showMarks(model, stage);
+  model.on("change:svg", marks);
+  model.on("change:marks", marks);
+  const unlinkView = linkView(model, el, {
+    get: () => ({ scale, tx, ty }),
+    set: (t) => {
+      scale = Math.min(8, Math.max(0.02, t.scale));
+      tx = t.tx;
+      ty = t.ty;
+      apply();
+    },
+  });
   showNotes();
   showLegend();
   showBusy();
@@ -757,12 +832,16 @@ function render({ model, el }) {
     explorerRoot = el.closest(".oxe-explorer") || el;
     explorerRoot.addEventListener("focusin", suppress);
     loadSvg();
+    marks();
   });
   return () => {
     disposed = true;
     cancelAnimationFrame(frame);
     if (explorerRoot) explorerRoot.removeEventListener("focusin", suppress);
     for (const [name, callback] of listeners) model.off(name, callback);
+    model.off("change:svg", marks);
+    model.off("change:marks", marks);
+    unlinkView();
     if (busyTimer) clearInterval(busyTimer);
     if (minimapUrl) URL.revokeObjectURL(minimapUrl);
     resize.disconnect();

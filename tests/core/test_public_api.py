@@ -42,6 +42,7 @@ EXPECTED = {
     "ValueInfo",
     "__version__",
     "compare",
+    "compare_view",
     "diff",
     "explore",
     "explore_diff",
