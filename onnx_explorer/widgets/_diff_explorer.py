@@ -36,6 +36,7 @@ from ._static import STATIC_DRAWING_WAIT, with_static_fallback
 
 if TYPE_CHECKING:
     from ..model_diff import ModelDiff, TensorChange
+    from ._compare_view import CompareView
 
 #: Rows in the list of changes at most (the summary counts them all).
 MAX_ROWS = 5000
@@ -128,7 +129,9 @@ class DiffExplorer(widgets.VBox):
     Build one with :func:`explore_diff`. ``diff`` is the
     :class:`~onnx_explorer.model_diff.ModelDiff`; ``graph_view`` the drawing (a
     :class:`~onnx_explorer.widgets._graph_view.GraphView`);
-    ``pick(k)`` shows the k-th change as a click on the list does.
+    ``pick(k)`` shows the k-th change as a click on the list does. The switch on top
+    (``show_side_by_side()``) shows a and b in two panes in sync instead
+    (``side_by_side``, a :class:`~onnx_explorer.widgets.CompareView`).
     """
 
     def __init__(self, diff: ModelDiff, *, max_nodes: int | None = None, **kwargs: Any) -> None:
@@ -159,7 +162,17 @@ class DiffExplorer(widgets.VBox):
         )
         self.graph_view.layout = widgets.Layout(flex="1 1 64%", min_width="0")
         main = widgets.HBox([self.graph_view, side], layout=widgets.Layout(width="100%"))
-        super().__init__([main], **kwargs)
+        self._main = main
+        self._max_nodes = max_nodes
+        self.side_by_side: CompareView | None = None  # made when first switched to
+        self.layout_switch = widgets.ToggleButtons(
+            options=[("one pane", "one"), ("side by side", "two")], value="one",
+            tooltips=["b drawn with what changed since a, and the list of changes",
+                      "a and b in two panes kept in sync (compare_view)"],
+            style={"button_width": "auto"},
+        )  # fmt: skip
+        super().__init__([self.layout_switch, main], **kwargs)
+        self.layout_switch.observe(self._on_layout_switch, "value")
         self.add_class("oxe-explorer")
         self.add_class("oxe-diff")
         main.add_class("oxe-main")
@@ -168,6 +181,23 @@ class DiffExplorer(widgets.VBox):
         self.graph_view.observe(self._on_node, "selected")
         self.graph_view.observe(self._on_ghost, "picked_ghost")
         self.graph_view.observe(self._on_drawn, "version")
+
+    # -- one pane, or both models side by side ---------------------------------------
+    def show_side_by_side(self, on: bool = True) -> CompareView | None:
+        """Switch to a and b in two panes in sync (see
+        :func:`~onnx_explorer.widgets.compare_view`), or back; returns the side-by-side view."""
+        self.layout_switch.value = "two" if on else "one"
+        return self.side_by_side
+
+    def _on_layout_switch(self, change: Any) -> None:
+        if change["new"] == "two":
+            if self.side_by_side is None:
+                from ._compare_view import CompareView
+
+                self.side_by_side = CompareView(self.diff, max_nodes=self._max_nodes)
+            self.children = (self.layout_switch, self.side_by_side)
+        else:
+            self.children = (self.layout_switch, self._main)
 
     # -- what the drawing is painted with -----------------------------------------
     def overlay_for(self, graph: Graph) -> Overlay | None:
@@ -454,6 +484,8 @@ class DiffExplorer(widgets.VBox):
 
     def close(self) -> None:
         self.graph_view.close()
+        if self.side_by_side is not None:
+            self.side_by_side.close()
         super().close()
 
 

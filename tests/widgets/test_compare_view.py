@@ -267,3 +267,21 @@ def test_opening_and_closing_a_scope_follows_on_the_other_side():
         assert pane_a.highlight_id and pane_a.ids[pane_a.highlight_id]["kind"] == "node"
     finally:
         view.close()
+
+
+def test_the_diff_explorer_switches_to_side_by_side():
+    from onnx_explorer.widgets._diff_explorer import explore_diff
+
+    view = explore_diff(unfused(dead=True), fused(), weights=False)
+    try:
+        assert view.side_by_side is None  # nothing made until asked
+        both = view.show_side_by_side()
+        assert isinstance(both, CompareView) and both in view.children
+        assert both.diff is view.diff
+        both.select("relu", "a")
+        assert both.b.selected_name == "fused_matmul"
+        view.show_side_by_side(False)
+        assert view.graph_view in view.children[1].children
+        assert view.show_side_by_side() is both  # made once
+    finally:
+        view.close()
