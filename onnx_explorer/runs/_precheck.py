@@ -217,6 +217,8 @@ def _tick(body: onnx.GraphProto) -> None:
     taken.update(name for n in body.node for name in n.output)
     same, ticked = _fresh(f"{_TICK}_same", taken), _fresh(f"{_TICK}_cond", taken)
     trip, cond = body.input[0].name, body.output[0].name
+    if not isinstance(trip, str) or not isinstance(cond, str):  # bytes: not UTF-8
+        raise RunError(f"a Loop body's names are not UTF-8 text: {trip!r}, {cond!r}")
     body.node.extend([
         helper.make_node("Equal", [trip, trip], [same], name=same),
         helper.make_node("And", [cond, same], [ticked], name=ticked),

@@ -313,3 +313,15 @@ def test_a_graph_name_that_is_not_utf8_does_not_stop_the_run():
     model.graph.name = "GG"
     data = model.SerializeToString().replace(b"GG", b"\x80\x80")
     assert ox.run(data).outputs["y"].shape == (2,)
+
+
+def test_a_loop_body_name_that_is_not_utf8_is_a_run_error():
+    model = loop_model(BUSY_BODY, trips=2)
+    loop = model.graph.node[2]
+    body = loop.attribute[0].g
+    body.input[0].name = "II"
+    data = model.SerializeToString().replace(b"II", b"\xa0\xa0")
+    with pytest.raises(RunFailedError, match="Loop body's names are not UTF-8 text") as caught:
+        ox.run(data, {"x": np.ones(1, np.float32)})
+    failure = caught.value.result.failure
+    assert failure is not None and failure.node == "loop"
