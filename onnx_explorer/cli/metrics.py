@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from ..metrics import SERIES, Metrics, metrics
+from ..metrics._table import json_rows
 from ..views._text import human_bytes, human_count, shorten, terminal_safe
 from ._common import add_common
 
@@ -132,7 +133,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         rows = rows[:top]
     if args.json:
         out = {key: value for key, value in result.to_dict().items() if key != "rows"}
-        out["rows" if args.by == "node" else "scopes"] = rows
+        out["rows" if args.by == "node" else "scopes"] = json_rows(rows)  # big ints: text
         print(json.dumps(out, indent=1))  # ASCII: control characters escaped
         return 0
     first, label = ("scope", "scope") if args.by == "scope" else ("name", "node")

@@ -32,7 +32,12 @@ Conventions (the same as onnx-tool's for the ops that carry the compute):
   call of a local function (or TensorFlow's ``PartitionedCall``) its body.
 
 A rule returns None when a shape it needs is unknown; the node then counts as
-"unknown" rather than costing 0.
+"unknown" rather than costing 0. Attributes are read through :func:`int_attr`,
+:func:`ints_attr`, :func:`str_attr` and :func:`flag_attr`, which check their type and size:
+an attribute a file stores as the wrong kind (a TENSOR ``kernel_shape``, a string
+``num_heads``, ``[inf]``) raises :class:`BadAttribute`, and the node is unknown with that
+reason (:attr:`~onnx_explorer.metrics.Metrics.invalid`), never the whole table's failure.
+A shape of more than :data:`MAX_RANK` dims is unknown too (its product was quadratic).
 """
 
 from __future__ import annotations
@@ -67,9 +72,74 @@ class NodeShapes(Protocol):
 
 Rule = Callable[[NodeShapes], int | None]
 
+#: Most dims a shape may have to be measured (numpy's own limit); a longer one is unknown.
+MAX_RANK = 64
+#: Largest magnitude an integer attribute may hold (2^62: every real size fits).
+MAX_ATTR_INT = 1 << 62
+#: Most characters a text attribute (an Einsum equation, a padding) may hold.
+MAX_ATTR_TEXT = 4096
+
+
+class BadAttribute(ValueError):
+    """A node's attribute has a kind or value its rule cannot use (the node is unknown)."""
+
+
+def _kind(value: Any) -> str:
+    """A short description of a value a rule refused, never its (maybe huge) text."""
+    if isinstance(value, str | bytes | list | tuple):
+        return f"{type(value).__name__} of length {len(value)}"
+    if isinstance(value, int) and abs(value) > MAX_ATTR_INT:
+        return f"an int of {value.bit_length()} bits"
+    if isinstance(value, int | float):
+        return repr(value)
+    return type(value).__name__
+
+
+def _int(name: str, value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if not isinstance(value, int) or abs(value) > MAX_ATTR_INT:
+        raise BadAttribute(f"attribute {name!r} is not an int: {_kind(value)}")
+    return value
+
+
+def int_attr(s: NodeShapes, name: str, default: int) -> int:
+    """An INT attribute (bools taken as 0/1); :class:`BadAttribute` for any other kind."""
+    value = s.attr(name)
+    return default if value is None else _int(name, value)
+
+
+def flag_attr(s: NodeShapes, name: str) -> bool:
+    """A 0/1 (or bool) attribute, absent meaning False."""
+    return int_attr(s, name, 0) != 0
+
+
+def ints_attr(s: NodeShapes, name: str) -> tuple[int, ...] | None:
+    """An INTS attribute of at most :data:`MAX_RANK` values, None when absent."""
+    value = s.attr(name)
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or len(value) > MAX_RANK:
+        raise BadAttribute(f"attribute {name!r} is not a list of ints: {_kind(value)}")
+    return tuple(_int(name, v) for v in value)
+
+
+def str_attr(s: NodeShapes, name: str, default: str) -> str:
+    """A STRING attribute (bytes read as Latin-1) of at most :data:`MAX_ATTR_TEXT`."""
+    value = s.attr(name)
+    if value is None:
+        return default
+    if isinstance(value, bytes) and len(value) <= MAX_ATTR_TEXT:
+        return value.decode("latin-1")
+    if not isinstance(value, str) or len(value) > MAX_ATTR_TEXT:
+        raise BadAttribute(f"attribute {name!r} is not a short string: {_kind(value)}")
+    return value
+
 
 def elements(shape: Sequence[int] | None) -> int | None:
-    return None if shape is None else math.prod(shape)
+    if shape is None or len(shape) > MAX_RANK:
+        return None
+    return math.prod(shape)
 
 
 # -- generic rules -------------------------------------------------------------------
@@ -140,7 +210,7 @@ def _gemm(s: NodeShapes) -> int | None:
     out, a = elements(s.output(0)), s.input(0)
     if out is None or a is None or len(a) != 2:
         return None
-    k = a[0] if s.attr("transA", 0) else a[1]
+    k = a[0] if flag_attr(s, "transA") else a[1]
     return _with_bias(out * k, s, 2)
 
 
@@ -150,7 +220,7 @@ def _qgemm(s: NodeShapes) -> int | None:
     out, a = elements(s.output(0)), s.input(0)
     if out is None or a is None or len(a) != 2:
         return None
-    k = a[0] if s.attr("transA", 0) else a[1]
+    k = a[0] if flag_attr(s, "transA") else a[1]
     return _with_bias(out * k, s, 6)
 
 
@@ -159,7 +229,7 @@ _EINSUM_TERM = re.compile(r"^[A-Za-z]*(\.\.\.)?[A-Za-z]*$")
 
 def _einsum(s: NodeShapes) -> int | None:
     """The product of every distinct index's size (each output element sums over the rest)."""
-    equation = str(s.attr("equation", "")).replace(" ", "")
+    equation = str_attr(s, "equation", "").replace(" ", "")
     terms = equation.split("->")[0].split(",")
     if len(terms) != len(s.node.inputs) or not all(_EINSUM_TERM.match(t) for t in terms):
         return None
@@ -190,7 +260,7 @@ def _recurrent(s: NodeShapes) -> int | None:
     x, w, r = s.input(0), s.input(1), s.input(2)
     if x is None or w is None or r is None or len(x) != 3 or len(w) != 3 or len(r) != 3:
         return None
-    steps, batch = (x[1], x[0]) if s.attr("layout", 0) else (x[0], x[1])
+    steps, batch = (x[1], x[0]) if flag_attr(s, "layout") else (x[0], x[1])
     return steps * batch * w[0] * (w[1] * w[2] + r[1] * r[2])
 
 
@@ -202,7 +272,7 @@ def _attention(s: NodeShapes) -> int | None:
     if x is None or w is None or len(x) != 3 or len(w) != 2:
         return None
     batch, seq, _ = x
-    sizes = s.attr("qkv_hidden_sizes")
+    sizes = ints_attr(s, "qkv_hidden_sizes")
     qk, v = (sizes[0], sizes[2]) if sizes and len(sizes) == 3 else (w[1] // 3, w[1] // 3)
     return batch * seq * math.prod(w) + batch * seq * seq * (qk + v)
 
@@ -228,9 +298,9 @@ def _group_query_attention(s: NodeShapes) -> int | None:
     q = s.input(0)
     if q is None or len(q) != 3:
         return None
-    heads, kv_heads = s.attr("num_heads", 0), s.attr("kv_num_heads", 0)
+    heads, kv_heads = int_attr(s, "num_heads", 0), int_attr(s, "kv_num_heads", 0)
     hidden = q[2]
-    if not s.has_input(1) and heads and kv_heads:  # packed QKV: D = (heads + 2·kv)·head
+    if not s.has_input(1) and heads > 0 and kv_heads > 0:  # packed: D = (heads + 2·kv)·head
         hidden = q[2] * heads // (heads + 2 * kv_heads)
     past = s.input(3) if s.has_input(3) else None
     keys = q[1] + (past[2] if past is not None and len(past) == 4 else 0)
@@ -244,7 +314,7 @@ def _dft(s: NodeShapes) -> int | None:
     if out is None or x is None or len(x) < 2:
         return None
     # opset 17 keeps the axis as an attribute (default 1); opset 20 as input 2
-    axis = s.constant(2) if s.has_input(2) else s.attr("axis", 1)
+    axis = s.constant(2) if s.has_input(2) else int_attr(s, "axis", 1)
     axis = axis if isinstance(axis, int) and -len(x) <= axis < len(x) else 1
     return out * x[axis]
 
@@ -265,8 +335,8 @@ def _stft(s: NodeShapes) -> int | None:
 def _lrn(s: NodeShapes) -> int | None:
     """LRN: each output sums ``size`` squares across channels."""
     out = elements(s.output(0))
-    size = s.attr("size")
-    return None if out is None or not isinstance(size, int) else out * size
+    size = int_attr(s, "size", -1)
+    return None if out is None or size < 0 else out * size
 
 
 # -- pooling -------------------------------------------------------------------------
@@ -274,10 +344,10 @@ def _pool(kernel_attr: str, skip: int) -> Rule:
     """Output elements × kernel positions (``ksize`` in GraphDef includes batch and channel)."""
 
     def rule(s: NodeShapes) -> int | None:
-        out, kernel = elements(s.output(0)), s.attr(kernel_attr)
-        if out is None or not kernel:
+        out, kernel = elements(s.output(0)), ints_attr(s, kernel_attr)
+        if out is None or not kernel or any(k < 0 for k in kernel):
             return None
-        return out * math.prod(int(k) for k in list(kernel)[skip:])
+        return out * math.prod(kernel[skip:])
 
     return rule
 
@@ -302,18 +372,18 @@ def tf_conv_output(s: NodeShapes, f: Shape | None, pooling: bool = False) -> Sha
     if x is None or f is None or len(x) != len(f) or len(x) < 3:
         return None
     spatial = len(x) - 2
-    first = 2 if str(s.attr("data_format", "NHWC")).startswith("NC") else 1
+    first = 2 if str_attr(s, "data_format", "NHWC").startswith("NC") else 1
     if pooling:  # ksize is laid out like the input: as a filter (k…, in, out = in)
         channels = x[1] if first == 2 else x[-1]
         f = (*f[first : first + spatial], channels, channels)
-    strides = list(s.attr("strides") or [1] * len(x))
-    dilations = list(s.attr("dilations") or [1] * len(x))
-    padding = str(s.attr("padding", "VALID"))
+    strides = list(ints_attr(s, "strides") or [1] * len(x))
+    dilations = list(ints_attr(s, "dilations") or [1] * len(x))
+    padding = str_attr(s, "padding", "VALID")
     if padding not in ("SAME", "VALID") or len(strides) != len(x) or len(dilations) != len(x):
         return None
     sizes = []
     for k in range(spatial):
-        size, stride, dilation = x[first + k], int(strides[first + k]), int(dilations[first + k])
+        size, stride, dilation = x[first + k], strides[first + k], dilations[first + k]
         if stride <= 0:
             return None
         reach = size if padding == "SAME" else size - (f[k] - 1) * dilation
@@ -349,13 +419,13 @@ def _tf_matmul(transpose_a: str, transpose_b: str) -> Rule:
         a, b = s.input(0), s.input(1)
         if a is None or len(a) < 2:
             return None
-        k = a[-2] if s.attr(transpose_a, False) else a[-1]
+        k = a[-2] if flag_attr(s, transpose_a) else a[-1]
         out = elements(s.output(0))
         if out is None:
             if b is None or len(b) < 2:
                 return None
-            m = a[-1] if s.attr(transpose_a, False) else a[-2]
-            n = b[-2] if s.attr(transpose_b, False) else b[-1]
+            m = a[-1] if flag_attr(s, transpose_a) else a[-2]
+            n = b[-2] if flag_attr(s, transpose_b) else b[-1]
             out = math.prod(a[:-2]) * m * n
         return out * k
 
@@ -529,7 +599,7 @@ def _tfl_batch_matmul(s: NodeShapes) -> int | None:
     out, x = elements(s.output(0)), s.input(0)
     if out is None or x is None or len(x) < 2:
         return None
-    return out * (x[-2] if s.attr("adj_x", False) else x[-1])
+    return out * (x[-2] if flag_attr(s, "adj_x") else x[-1])
 
 
 def _tfl_transpose_conv(s: NodeShapes) -> int | None:
@@ -542,8 +612,9 @@ def _tfl_transpose_conv(s: NodeShapes) -> int | None:
 
 
 def _tfl_pool(s: NodeShapes) -> int | None:
-    out, fh, fw = elements(s.output(0)), s.attr("filter_height"), s.attr("filter_width")
-    if out is None or not isinstance(fh, int) or not isinstance(fw, int):
+    out = elements(s.output(0))
+    fh, fw = int_attr(s, "filter_height", -1), int_attr(s, "filter_width", -1)
+    if out is None or fh < 0 or fw < 0:
         return None
     return out * fh * fw
 

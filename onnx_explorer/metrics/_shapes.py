@@ -13,7 +13,7 @@ import numpy as np
 from ..bindings import is_concrete
 from ..dtypes import DTYPES
 from ..model import Graph, InferredTypes, Model, Node, ValueInfo
-from ._rules import Shape
+from ._rules import MAX_RANK, Shape, flag_attr, ints_attr
 
 #: GraphDef ops whose (first) output has their first input's shape.
 _SAME_SHAPE = (
@@ -200,14 +200,13 @@ class GraphShapes:
                 if a is None or b is None or len(a) < 2 or len(b) < 2:
                     return None
                 transpose_a, transpose_b = MATMUL_OPS[node.op_type]
-                m = a[-1] if view.attr(transpose_a, False) else a[-2]
-                n = b[-2] if view.attr(transpose_b, False) else b[-1]
+                m = a[-1] if flag_attr(view, transpose_a) else a[-2]
+                n = b[-2] if flag_attr(view, transpose_b) else b[-1]
                 shape: Shape | None = (*a[:-2], m, n)
             elif node.op_type in ("Conv2D", "Conv3D"):
                 shape = tf_conv_output(view, b)
             else:  # pooling: the window is ``ksize``, channels stay
-                kernel = view.attr("ksize")
-                window = tuple(int(k) for k in kernel) if kernel else None
+                window = ints_attr(view, "ksize") or None
                 shape = tf_conv_output(view, window, pooling=True)
         finally:
             self._passing.discard(name)
@@ -245,8 +244,8 @@ class GraphShapes:
         """Sizes of ``name``'s dims, bound symbols included; None if any is unknown (an
         unbound symbol is remembered in ``unresolved``)."""
         info = self.info(name) if name else None
-        if info is None or info.shape is None:
-            return None
+        if info is None or info.shape is None or len(info.shape) > MAX_RANK:
+            return None  # a million dims: unknown (their product alone was quadratic)
         sizes: list[int] = []
         for dim in info.shape:
             if isinstance(dim, int) and dim >= 0:

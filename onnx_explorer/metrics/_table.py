@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from typing import Any, Literal
 from ..bindings import InputBinding, bind_inputs, has_symbols, model_binding
 from ..model import Function, Graph, InferredTypes, Model, Node, ValueInfo, scope_parts
 from ..tensors import Tensor
-from ._rules import rule_for
+from ._rules import BadAttribute, rule_for
 from ._shapes import GraphShapes, NodeView, inferred_types, needs_inference
 
 Series = Literal["macs", "params", "activation_bytes", "param_bytes"]
@@ -38,6 +39,13 @@ class Metrics:
     inference or run could size (their nodes are unknown). ``unknown_ops``: op type →
     nodes with no MAC rule. ``shapes_from``: where the shapes came from.
     ``notes``: what shape inference or the run did, when there is something to say.
+    ``invalid``: node name → why its MACs are unknown although its op has a rule (an
+    attribute of the wrong kind or size, a value its rule cannot use).
+
+    Values are exact Python ints, however large a file's declared sizes make them;
+    :meth:`to_dict` (``--json``) writes one past 64 bits as a string
+    (:func:`json_number`), :meth:`to_pandas` makes such a column float64 (``inf`` past
+    float range), and an overlay paints it at the top of the scale.
     """
 
     rows: list[dict[str, Any]]
@@ -47,6 +55,7 @@ class Metrics:
     unresolved_dims: tuple[str, ...] = ()
     unknown_ops: dict[str, int] = field(default_factory=dict)
     shapes_from: str = "file"
+    invalid: dict[str, str] = field(default_factory=dict)
     #: The graph measured (node-data files key a node the reader named by its output).
     graph: Graph | None = field(default=None, repr=False, compare=False)
 
@@ -106,8 +115,13 @@ class Metrics:
                 "Metrics.to_pandas needs pandas: pip install onnx_explorer[pandas]"
             ) from exc
         frame = pd.DataFrame(self.rows, columns=list(COLUMNS))
-        for column in ("activation_bytes", "macs"):  # None stays missing, not NaN floats
-            frame[column] = frame[column].astype("Int64")
+        for column in SERIES:
+            values = [row[column] for row in self.rows]
+            if all(v is None or _INT64_MIN <= v <= _INT64_MAX for v in values):
+                if column in ("activation_bytes", "macs"):  # None stays missing, not NaN
+                    frame[column] = frame[column].astype("Int64")
+            else:  # past 64 bits: floats, inf past their range (an overlay's top)
+                frame[column] = pd.Series([_float(v) for v in values], dtype="float64")
         return frame
 
     def to_model_explorer_json(
@@ -138,7 +152,7 @@ class Metrics:
         from ..node_data import netron_json, series_of, write_json
 
         columns = {name: self.series(name) for name in series}
-        totals = {f"total {name}": float(self.totals[name]) for name in series}
+        totals = {f"total {name}": _float(self.totals[name]) for name in series}
         data = netron_json(series_of(columns, self.graph), totals)
         if path is not None:
             write_json(data, path)
@@ -152,10 +166,47 @@ class Metrics:
             "assumed": self.assumed_line,
             "unresolved_dims": list(self.unresolved_dims),
             "unknown_ops": dict(self.unknown_ops),
+            "invalid": dict(self.invalid),
             "shapes_from": self.shapes_from,
             "notes": list(self.notes),
-            "rows": self.rows,
+            "rows": json_rows(self.rows),
         }
+
+
+_INT64_MAX = (1 << 63) - 1
+_INT64_MIN = -(1 << 63)
+#: Ints up to this many bits are written whole (Python's int→str limit is 4,300 digits).
+_EXACT_BITS = 14_000
+
+
+def json_number(value: Any) -> Any:
+    """A metrics value as JSON holds it: an int within 64 bits as itself, a larger one as
+    a string: its exact digits (up to 14,000 bits, ~4,200 digits), past that ``"1.2e9999"``
+    (scientific, worked out in integer arithmetic). Anything else unchanged."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return value
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    if value.bit_length() <= _EXACT_BITS:
+        return str(value)
+    from ..views._text import human_count
+
+    return human_count(value)
+
+
+def json_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows (or scope rows) with :func:`json_number` applied to every value."""
+    return [{key: json_number(value) for key, value in row.items()} for row in rows]
+
+
+def _float(value: int | None) -> float:
+    """An int as a float, ``inf`` past float range; None as NaN (missing)."""
+    if value is None:
+        return math.nan
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def _sums(rows: list[dict[str, Any]]) -> dict[str, int]:
@@ -254,6 +305,10 @@ def metrics(
             walker.bound_inputs = bound_inputs
             rows = walker.rows(graph)
             shapes_from = "onnxruntime run"
+    if walker.invalid:
+        name, reason = next(iter(walker.invalid.items()))
+        more = f" (and {len(walker.invalid) - 1} more)" if len(walker.invalid) > 1 else ""
+        notes.append(f"MACs unknown for node {name!r}: {reason}{more}")
     return Metrics(
         rows,
         tuple(a.symbol for a in binding.assumed),
@@ -262,6 +317,7 @@ def metrics(
         tuple(sorted(walker.unresolved)),
         dict(sorted(walker.no_rule.items())),
         shapes_from,
+        dict(walker.invalid),
         graph=graph,
     )
 
@@ -313,6 +369,7 @@ class _Walker:
         self.observed = observed
         self.unresolved: set[str] = set()
         self.no_rule: dict[str, int] = {}
+        self.invalid: dict[str, str] = {}  # node name → why its MACs are unknown
         self.shape_unknown = 0  # nodes with a rule whose shapes were unknown
         self.claimed: set[int] = set()  # id() of weights already counted
         self._calls: list[str] = []  # functions being walked (recursion guard)
@@ -379,7 +436,12 @@ class _Walker:
             self.no_rule[_op_name(node)] = self.no_rule.get(_op_name(node), 0) + 1
             macs = None
         else:
-            macs = rule(view)
+            try:
+                macs = rule(view)
+            except (BadAttribute, ArithmeticError, TypeError, ValueError, IndexError) as exc:
+                # a file's attribute of the wrong kind: this node unknown, not the table
+                self.invalid[node.name] = _reason(exc)
+                macs = None
             if macs is None:
                 self.shape_unknown += 1
         if has_bodies:
@@ -388,7 +450,11 @@ class _Walker:
             macs = None if macs is None or body_macs is None else macs + body_macs
         activation: int | None = 0
         for name in node.outputs:
-            size = shapes.nbytes(name) if name else 0
+            try:
+                size = shapes.nbytes(name) if name else 0
+            except (BadAttribute, ArithmeticError, TypeError, ValueError, IndexError) as exc:
+                self.invalid.setdefault(node.name, _reason(exc))
+                size = None
             activation = None if size is None or activation is None else activation + size
         return {
             "name": node.name,
@@ -475,6 +541,12 @@ def _loop_trips(node: Node, view: NodeView, body_macs: int) -> int | None:
     if view.has_input(1) and view.constant(1) != 1:
         return None
     return max(0, trips) * body_macs
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a rule failed, in one short line."""
+    text = str(exc) if isinstance(exc, BadAttribute) else f"{type(exc).__name__}: {exc}"
+    return text[:200]
 
 
 def _op_name(node: Node) -> str:

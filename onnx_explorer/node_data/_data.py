@@ -229,7 +229,10 @@ def node_entries(
 def _value(value: Value | int | bool) -> Value:
     if isinstance(value, str):
         return value
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int past float range: infinite, as an overlay paints it
+        return math.inf if value > 0 else -math.inf
 
 
 def json_value(value: Value) -> float | int | str:

@@ -57,6 +57,8 @@ def _number(name: Any, value: Any) -> float | None:
         raise ValueError(f"overlay value for node {name!r} is {value!r}, not a number")
     try:
         number = float(value)
+    except OverflowError:  # an int past float range (a huge declared size): the top
+        number = math.inf if value > 0 else -math.inf
     except (TypeError, ValueError):
         raise ValueError(f"overlay value for node {name!r} is {value!r}, not a number") from None
     if math.isnan(number):
