@@ -272,6 +272,8 @@ def _load_values(graph: Graph, parts: GraphParts) -> None:
     graph.declared_inputs, graph.inputs, graph.outputs = parts.values()
 
 
+#: Operators that only hold a value (ONNX ``Constant``, TensorFlow ``Const``).
+CONSTANT_OPS = frozenset({"Constant", "Const"})
 #: Tensors of at most this many elements are compared by value in attribute digests.
 DIGEST_VALUES_MAX = 64
 
@@ -464,16 +466,19 @@ class Graph:
 
     def attribute_digests(self) -> list[Hashable]:
         """Per node, a value that is equal for two nodes exactly when their attributes are
-        equal up to the names of the tensors they hold: tensors compare by element type and
-        shape, and by value when small (a weight held in a Constant is known by its shape,
-        a scale by its value). None for a node without attributes. A deferred graph answers
-        from the parsed file without decoding any attribute."""
+        equal: None for a node without attributes and for a constant (``Constant``,
+        ``Const``: its value is a weight, known by its size from
+        :meth:`constant_element_counts`). A tensor held by another operator compares by
+        type and shape, and by value when small. A deferred graph answers from the parsed
+        file without decoding any attribute."""
         parts = self.__dict__.get("_parts")
         quick = getattr(parts, "attribute_digests", None)
         if quick is not None and "attributes" not in _decoded_fields(self):
             return list(quick())
         return [
-            tuple(map(_attribute_digest, node.attributes.values())) if node.attributes else None
+            tuple(map(_attribute_digest, node.attributes.values()))
+            if node.attributes and node.op_type not in CONSTANT_OPS
+            else None
             for node in self.nodes
         ]
 

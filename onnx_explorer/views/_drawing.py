@@ -32,6 +32,7 @@ from ._edge_types import ValueTypes, value_types
 from ._labels import constant_attribute_label, tensor_label
 from ._paint import PALETTE, Ghost, Overlay, paint_for
 from ._quoting import one_line
+from ._repeats import Fold, RepeatedBlocks, repeated_blocks
 from ._scopes import Scope, ScopeTree, first_view, open_scopes, scope_tree
 from ._text import TypeTextMode, as_text, human_count, plural, shorten, type_text
 from ._wiring import (
@@ -90,6 +91,9 @@ class DotResult:
     graph_path: str
     _locate: Callable[[Node], str | None] = field(repr=False, compare=False)
     control_hidden: int = 0  # bundled control-dependency edges left out
+    # Folds of repeated blocks drawn: {"key", "label", "count", "index", "shown", "open",
+    # "labels"} each (see views/_repeats.py); the widget's stepper is made of them.
+    folds: tuple[Mapping[str, Any], ...] = ()
 
     def locate(self, node: Node) -> str | None:
         """The id of the drawn item that shows ``node`` (its box, its scope, its consumer)."""
@@ -109,6 +113,7 @@ def build_dot(
     infer_shapes: bool | None = None,
     control_edges: ControlEdges = "auto",
     overlay: Overlay | None = None,
+    fold_steps: Mapping[str, int] | None = None,
 ) -> DotResult:
     """Describe ``graph`` in DOT.
 
@@ -123,7 +128,9 @@ def build_dot(
     ``show``, ``hide``, or ``auto`` (shown when there are few, else hidden with a note).
     ``overlay``: fills per node name, ghost boxes and a legend painted over the drawing
     (a model diff's statuses, a numeric scale); collapsed scopes say how many changes
-    they hold.
+    they hold. ``fold_steps``: fold repeated sibling scopes (``layers.0–31 ×32``,
+    :mod:`~onnx_explorer.views._repeats`), each showing the member at its position here
+    (fold key → position, 0 when absent) when that member is expanded; None: no folds.
     """
     if edge_labels not in EDGE_LABELS:
         raise ValueError(
@@ -147,6 +154,8 @@ def build_dot(
         builder.control_edges = control_edges
         if overlay is not None:
             builder.set_overlay(overlay)
+        if fold_steps is not None and not (focus is not None and focus != ""):
+            builder.set_folds(repeated_blocks(graph), fold_steps)
         if types_note:
             builder.notes.append(types_note)
         if focus is not None and focus != "":
@@ -195,6 +204,9 @@ class _Builder:
         self.box_of: dict[int, str | None] = {}  # id(scope) → collapsed box showing it
         self.ghost_scope: dict[int, Scope] = {}  # ghost position → scope holding its wires
         self.cluster_of: dict[int, str] = {}  # id(opened scope) → its frame's cluster id
+        self.repeats: RepeatedBlocks | None = None  # folds of repeated blocks, if drawn
+        self.fold_steps: Mapping[str, int] = {}
+        self.fold_info: list[dict[str, Any]] = []
         self._ends: tuple[dict[str, Edge], dict[str, list[int]]] | None = None
 
     # -- ids ---------------------------------------------------------------------
@@ -328,6 +340,8 @@ class _Builder:
                     self.lines.append(dot.FOOTER)
             elif isinstance(member, int):
                 self._emit_node(member)
+            elif isinstance(member, _FoldPart):
+                self._emit_fold(member, opened, memo, frames)
             elif member.trivial:  # drawn as what it holds, in the enclosing frame
                 frames.append((self._members(member, memo), False))
             elif member in opened:
@@ -348,14 +362,124 @@ class _Builder:
                 self.in_order.append(box)
                 self.drawn += 1
 
-    def _members(self, scope: Scope, memo: dict[int, str | None]) -> Iterator[Scope | int]:
+    def _members(
+        self, scope: Scope, memo: dict[int, str | None]
+    ) -> Iterator[Scope | int | _FoldPart]:
         """A scope's drawn items in file order: nodes and child scopes interleaved."""
         memo[id(scope)] = None  # drawn as its contents (open, trivial, or the root)
         folded = self.index.folded_nodes
-        members: list[tuple[int, Scope | int]] = [(i, i) for i in scope.nodes if i not in folded]
-        members += [(child.first, child) for child in scope.children]
+        members: list[tuple[int, Scope | int | _FoldPart]] = [
+            (i, i) for i in scope.nodes if i not in folded
+        ]
+        repeats = self.repeats
+        for child in scope.children:
+            found = repeats.member(child) if repeats is not None else None
+            if found is None:
+                members.append((child.first, child))
+            elif found[1] == 0:  # a fold stands where its first member would
+                members.append((child.first, _FoldPart(found[0], "fold")))
         members.sort(key=lambda m: m[0])
         return (member for _, member in members)
+
+    # -- folds of repeated blocks ------------------------------------------------------
+    def set_folds(self, repeats: RepeatedBlocks, steps: Mapping[str, int]) -> None:
+        self.repeats = repeats if repeats.folds else None
+        self.fold_steps = steps
+
+    def _shown(self, fold: Fold) -> int:
+        step = self.fold_steps.get(fold.key, 0)
+        return min(max(int(step), 0), fold.count - 1)
+
+    def _emit_fold(
+        self,
+        part: _FoldPart,
+        opened: set[Scope],
+        memo: dict[int, str | None],
+        frames: list[tuple[Iterator[Any], bool]],
+    ) -> None:
+        """A fold: one box while its shown member is shut; open, a frame holding the
+        members before it as one box, the shown member's contents, the members after it
+        as one box (the data still flows through the frame from top to bottom)."""
+        fold, k = part.fold, self._shown(part.fold)
+        shown = fold.members[k]
+        if part.kind in ("before", "after"):
+            chosen = fold.members[:k] if part.kind == "before" else fold.members[k + 1 :]
+            box = self.new_id("f")
+            for member in chosen:
+                memo[id(member)] = box
+            target = k - 1 if part.kind == "before" else k + 1
+            self.ids[box] = {
+                "kind": "fold", "fold": fold.key, "part": part.kind, "open": False,
+                "index": target, "path": fold.members[target].path,
+                "label": _titled(_members_label(fold, chosen)), "nodes": _nodes_in(chosen),
+            }  # fmt: skip
+            self.titles[box] = (
+                f"{len(chosen)} of the {fold.count} identical blocks {_titled(fold.label)}\n"
+                f"double-click to show {_titled(fold.members[target].label)}"
+            )
+            self.lines.append(
+                dot.fold_box(box, [one_line(_members_label(fold, chosen), LABEL_CHARS),
+                                   f"×{len(chosen)} identical"], small=True)
+            )  # fmt: skip
+            self.in_order.append(box)
+            self.drawn += 1
+            return
+        info = {
+            "key": fold.key, "label": fold.label, "count": fold.count, "index": k,
+            "shown": as_text(shown.label), "open": shown in opened,
+            "labels": [as_text(m.label) for m in fold.members],
+        }  # fmt: skip
+        self.fold_info.append(info)
+        entry = {
+            "kind": "fold", "fold": fold.key, "part": "fold", "open": shown in opened,
+            "index": k, "path": shown.path, "label": _titled(fold.label),
+            "count": fold.count, "nodes": shown.node_count * fold.count,
+        }  # fmt: skip
+        if shown not in opened:
+            box = self.new_id("f")
+            for member in fold.members:
+                memo[id(member)] = box
+            self.boxes.extend(fold.members)
+            self.ids[box] = entry
+            self.titles[box] = self._fold_title(fold, k, opened=False)
+            self.lines.append(dot.fold_box(box, self._fold_lines(fold, k)))
+            self.in_order.append(box)
+            self.drawn += 1
+            return
+        cluster = self.new_id("c")
+        self.cluster_of[id(shown)] = cluster
+        self.ids[cluster] = entry
+        self.titles[cluster] = self._fold_title(fold, k, opened=True)
+        heading = f"{fold.label} ×{fold.count} · showing {as_text(shown.label)}"
+        self.lines.append(dot.cluster_open(cluster, one_line(heading, LABEL_CHARS), fold=True))
+        parts: list[Any] = []
+        if k > 0:
+            parts.append(_FoldPart(fold, "before"))
+        parts.append(self._members(shown, memo))
+        if k < fold.count - 1:
+            parts.append(_FoldPart(fold, "after"))
+        frames.append((_chain_parts(parts), True))
+
+    def _fold_lines(self, fold: Fold, k: int) -> list[str]:
+        shown = fold.members[k]
+        counts = f"{shown.node_count:,} nodes"
+        if shown.param_count:
+            counts += f" · {human_count(shown.param_count)} params"
+        lines = [one_line(f"{fold.label} ×{fold.count}", LABEL_CHARS), counts + " each"]
+        ops = self.tree.ops(self.graph, shown).most_common(3)
+        if ops:
+            lines.append(one_line(" ".join(f"{op}×{n}" for op, n in ops), LABEL_CHARS))
+        return lines
+
+    def _fold_title(self, fold: Fold, k: int, opened: bool) -> str:
+        shown = fold.members[k]
+        return "\n".join([
+            f"{fold.count} identical blocks {_titled(fold.label)} (same operators, attributes, "
+            "wiring and weight sizes)",
+            f"{shown.node_count:,} nodes and {shown.param_count:,} parameters each",
+            f"showing {_titled(shown.label)}; the stepper shows another",
+            "double-click to close" if opened else f"double-click to open {_titled(shown.label)}",
+        ])  # fmt: skip
 
     def _scope_heading(self, scope: Scope) -> str:
         changes = self.changes.get(id(scope), 0)
@@ -821,7 +945,38 @@ class _Builder:
             graph_path=as_text(graph.path),
             _locate=locate,
             control_hidden=self.control_hidden,
+            folds=tuple(self.fold_info),
         )
+
+
+@dataclass(frozen=True)
+class _FoldPart:
+    """An item of a scope's members: a fold, or the box of its members before (after)
+    the one shown."""
+
+    fold: Fold
+    kind: Literal["fold", "before", "after"]
+
+
+def _chain_parts(parts: list[Any]) -> Iterator[Any]:
+    for part in parts:
+        if isinstance(part, _FoldPart):
+            yield part
+        else:
+            yield from part
+
+
+def _members_label(fold: Fold, members: tuple[Scope, ...]) -> str:
+    """``layers.18–31`` for some members of the fold ``layers.0–31``."""
+    first, last = as_text(members[0].label), as_text(members[-1].label)
+    if len(members) == 1:
+        return first
+    digits = len(last) - len(last.rstrip("0123456789"))
+    return f"{first}–{last[len(last) - digits :]}" if digits else f"{first}–{last}"
+
+
+def _nodes_in(members: tuple[Scope, ...]) -> int:
+    return sum(member.node_count for member in members)
 
 
 def _common_scope(scopes: list[Scope]) -> Scope:

@@ -51,6 +51,9 @@ class ViewRequest:
     edge_labels: EdgeLabels = "both"
     control_edges: ControlEdges = "auto"
     first_view_nodes: int = DEFAULT_FIRST_VIEW
+    #: Fold repeated blocks, each showing the member at its position (fold key, position);
+    #: None: no folds (see :func:`~onnx_explorer.views._drawing.build_dot`).
+    fold_steps: tuple[tuple[str, int], ...] | None = None
 
     def build(self, graph: Graph, model: Model | None, overlay: Overlay | None = None) -> DotResult:
         return build_dot(
@@ -64,6 +67,7 @@ class ViewRequest:
             control_edges=self.control_edges,
             first_view_nodes=min(self.first_view_nodes, self.max_nodes),
             overlay=overlay,
+            fold_steps=None if self.fold_steps is None else dict(self.fold_steps),
         )
 
 

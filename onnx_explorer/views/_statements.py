@@ -159,12 +159,32 @@ def legend(lid: str, title: str, rows: Sequence[tuple[Paint, str]]) -> str:
     return f'{{rank=source; {lid} [id="{lid}" shape=plaintext style="" label={label}]}}'
 
 
-def cluster_open(cid: str, heading: str) -> str:
-    """The opening of an expanded scope's frame; close it with :data:`FOOTER`."""
+def cluster_open(cid: str, heading: str, *, fold: bool = False) -> str:
+    """The opening of an expanded scope's frame; close it with :data:`FOOTER`. ``fold``:
+    the frame of an opened fold of repeated blocks (a solid violet border)."""
+    style = (
+        f'style="rounded,bold" color="{FOLD_BORDER}" fontcolor="#5f3dc4" fontsize=10'
+        if fold
+        else 'style="rounded,dashed" color="#adb5bd" fontcolor="#495057" fontsize=9'
+    )
     return (
         f"subgraph cluster_{cid} {{\nid={dot_string(cid)} "
-        f"label={dot_label([heading])} labeljust=l "
-        f'style="rounded,dashed" color="#adb5bd" fontcolor="#495057" fontsize=9'
+        f"label={dot_label([heading])} labeljust=l {style}"
+    )
+
+
+#: Border and fill of a fold of repeated blocks (``layers.0–31 ×32``).
+FOLD_BORDER = "#7950f2"
+FOLD_FILL = "#f3f0ff"
+
+
+def fold_box(fid: str, lines: Sequence[str], *, small: bool = False) -> str:
+    """A fold of repeated blocks drawn as one stacked box (``small``: the members before
+    or after the one shown, inside the open fold's frame)."""
+    size = " fontsize=9" if small else ""
+    return (
+        f'{fid} [id="{fid}" shape=box3d style="filled,bold" fillcolor="{FOLD_FILL}" '
+        f'color="{FOLD_BORDER}"{size} label={dot_label(list(lines))}]'
     )
 
 

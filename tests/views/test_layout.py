@@ -229,9 +229,9 @@ def test_selecting_a_drawn_node_never_runs_dot_again():
     view = ox.explore(scoped_chain(3, per_layer=5)).graph_view
     assert view.wait(60)
     version = view.version
-    view.selected = "/enc/layer.2/Relu_3"
+    view.selected = "/enc/layer.0/Relu_3"
     assert view.busy == "" and view.version == version
-    assert view.ids[view.highlight_id]["name"] == "/enc/layer.2/Relu_3"
+    assert view.ids[view.highlight_id]["name"] == "/enc/layer.0/Relu_3"
 
 
 def test_selecting_a_hidden_node_lays_out_once():
@@ -378,11 +378,11 @@ def test_a_selection_made_while_dot_runs_is_highlighted_and_survives_cancel(tmp_
     _stand_in(tmp_path, monkeypatch, "exec sleep 30")
     view.show_control_edges(True)  # any redraw: it now hangs in the stand-in
     assert _wait_until(lambda: live_processes() >= 1)
-    ex.select("/enc/layer.2/Relu_3")  # drawn in the picture on screen
-    assert view.ids[view.highlight_id]["name"] == "/enc/layer.2/Relu_3"
+    ex.select("/enc/layer.0/Relu_3")  # drawn in the picture on screen
+    assert view.ids[view.highlight_id]["name"] == "/enc/layer.0/Relu_3"
     view.cancel()
     assert view.wait(10) and view.busy == ""
-    assert view.ids[view.highlight_id]["name"] == "/enc/layer.2/Relu_3"
+    assert view.ids[view.highlight_id]["name"] == "/enc/layer.0/Relu_3"
 
 
 def test_names_with_backslashes_and_control_characters_stay_text_and_stay_usable():
