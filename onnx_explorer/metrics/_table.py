@@ -189,9 +189,19 @@ def json_number(value: Any) -> Any:
         return value
     if value.bit_length() <= _EXACT_BITS:
         return str(value)
-    from ..views._text import human_count
+    return _mantissa_exponent(value)
 
-    return human_count(value)
+
+def _mantissa_exponent(value: int) -> str:
+    """``value`` as ``1.2e9999`` in integer arithmetic (str() refuses 4,300 digits, float()
+    overflows past 1e308)."""
+    sign, value = ("-", -value) if value < 0 else ("", value)
+    exponent = max(0, int((value.bit_length() - 1) * 0.30102999566398) - 1)
+    digits = value // 10**exponent
+    while digits >= 100:
+        digits //= 10
+        exponent += 1
+    return f"{sign}{digits / 10:.1f}e{exponent + 1}"
 
 
 def json_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
