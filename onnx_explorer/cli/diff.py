@@ -38,6 +38,10 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     except (ExplorerError, OSError, ValueError) as exc:
         print(f"onnx-explorer: error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug of ours: never exit 1, which says "different"
+        what = terminal_safe(f"{type(exc).__name__}: {exc}"[:500])
+        print(f"onnx-explorer: error: {what} (a bug: please report it)", file=sys.stderr)
+        return 2
     return 0 if result.equal else 1
 
 

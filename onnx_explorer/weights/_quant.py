@@ -227,9 +227,31 @@ class NBitsDequantization(Dequantization):
 AxisRule = Callable[[Node, int], int]
 
 
+#: Largest magnitude an integer attribute (an axis, a block size) may hold.
+_MAX_ATTR_INT = 1 << 62
+
+
+def _checked_int(node: Node, name: str, value: object) -> int:
+    """An INT attribute's value; :class:`TensorDataError` naming the node for any other
+    kind (a FLOAT ``inf`` axis, a TENSOR, INTS) or a magnitude past 2^62."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int) and abs(value) <= _MAX_ATTR_INT:
+        return value
+    kind = repr(value) if isinstance(value, int | float) and not isinstance(value, int) else (
+        f"an int of {value.bit_length()} bits" if isinstance(value, int)
+        else type(value).__name__
+    )  # fmt: skip
+    raise TensorDataError(
+        f"{node.op_type} {node.name!r}: attribute {name!r} is not an int ({kind})"
+    )
+
+
 def _attr(node: Node, name: str, default: int) -> int:
     attr = node.attributes.get(name)
-    return int(attr.value) if attr is not None and attr.value is not None else default
+    if attr is None or attr.value is None:
+        return default
+    return _checked_int(node, name, attr.value)
 
 
 def _dq_axis(node: Node, rank: int) -> int:
@@ -701,7 +723,9 @@ def _bias(
 def _ints(node: Node, name: str) -> tuple[int, ...]:
     attr = node.attributes.get(name)
     value = attr.value if attr is not None else None
-    return tuple(int(v) for v in value) if isinstance(value, tuple | list) else ()
+    if not isinstance(value, tuple | list):
+        return ()
+    return tuple(_checked_int(node, name, v) for v in value)
 
 
 def _placed_axis(
