@@ -473,3 +473,18 @@ def test_random_corruption_never_escapes_as_another_error() -> None:
             continue
         model.graph.to_dot()  # a model that opens must draw
     assert time.perf_counter() - start < 120
+
+
+def test_without_the_schema_package_the_error_says_what_to_install(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def blocked(name: str, *args: object, **kwargs: object) -> object:
+        if name == "tflite" or name.startswith("tflite."):
+            raise ImportError(f"blocked {name}")
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", blocked)
+    with pytest.raises(ImportError, match=r"pip install 'onnx_explorer\[tflite\]'"):
+        read_tflite_file(JARVIS)

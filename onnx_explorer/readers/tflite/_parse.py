@@ -103,7 +103,13 @@ def looks_like_tflite(head: bytes) -> bool:
 
 def parse(data: Any, what: str) -> ModelRecord:
     """Decode the whole flatbuffer ``data`` (bytes or a memoryview of the file)."""
-    from tflite.Model import Model  # the schema package: ~0.1 s, imported when a file is read
+    try:  # the schema package: ~0.1 s, imported when a file is read
+        from tflite.Model import Model
+    except ImportError:
+        raise ImportError(
+            f"{what} is a TFLite model; reading it needs the tflite schema package: "
+            "pip install 'onnx_explorer[tflite]'"
+        ) from None
 
     flat = Flat(data, what)
     if flat.size < 8:
