@@ -34,7 +34,7 @@ from ..model_diff import ModelDiff, NodeLinks, node_links
 from ..readers import open_side
 from ..views._paint import Overlay, status_overlay
 from ..views._scopes import Scope, scope_tree
-from ..views._text import as_text, model_name, shorten
+from ..views._text import as_text, shorten
 from . import _html as h
 from ._explorer import Explorer
 
@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 
 Side = Literal["a", "b"]
 SIDES: tuple[Side, Side] = ("a", "b")
-#: CSS height of each graph pane: both panes and their toolbars fit a 900 px window.
-PANE_HEIGHT = "58vh"
 #: Partner nodes looked at to find where a scope went on the other side.
 SCOPE_SAMPLE = 400
 
@@ -89,9 +87,12 @@ class CompareView(widgets.VBox):
             [self.pan_zoom, self.summary],
             layout=widgets.Layout(flex_flow="row wrap", align_items="center"),
         )
-        columns = widgets.Box([self._column(side) for side in SIDES])
-        columns.add_class("oxe-compare-columns")
-        super().__init__([bar, self.note, columns])
+        # Both graphs first, both panels under them: stacked, the two graphs still meet.
+        graphs = widgets.Box([self._graph_column(side) for side in SIDES])
+        panels = widgets.Box([self._panel_column(side) for side in SIDES])
+        graphs.add_class("oxe-compare-columns")
+        panels.add_class("oxe-compare-columns")
+        super().__init__([bar, self.note, graphs, panels])
         self.add_class("oxe-compare")
         for side in SIDES:
             explorer = self.explorer(side)
@@ -110,22 +111,26 @@ class CompareView(widgets.VBox):
             raise ValueError(f"side must be 'a' or 'b', not {side!r}")
         return self.a if side == "a" else self.b
 
-    def _column(self, side: Side) -> widgets.Widget:
+    def _graph_column(self, side: Side) -> widgets.Widget:
         explorer = self.explorer(side)
+        # "a ·" before the breadcrumb (which starts with the model's name): one line.
         title = widgets.HTML(
-            h.STYLE + f'<span class="oxe-compare-title">{side}: '
-            f"{h.esc(shorten(as_text(model_name(explorer.model)), 120))}</span>"
+            h.STYLE + f'<span class="oxe-compare-title" title="model {side}">{side} ·</span>'
         )
         view = explorer.graph_view
         view.layout = widgets.Layout(width="100%", min_width="0")
-        view.height = PANE_HEIGHT
-        panels = widgets.Box([explorer.tabs])
+        # The pane's height comes from graph_view.css (.oxe-compare-column): lower when
+        # the columns stack, so that both graphs fit one screen.
+        view.height = ""
+        heading = widgets.HBox([title, explorer.breadcrumb], layout=widgets.Layout(width="100%"))
+        heading.add_class("oxe-compare-heading")
+        column = widgets.VBox([heading, view])
+        return _column(column, side)
+
+    def _panel_column(self, side: Side) -> widgets.Widget:
+        panels = widgets.Box([self.explorer(side).tabs])
         panels.add_class("oxe-side")
-        column = widgets.VBox([title, explorer.breadcrumb, view, panels])
-        # The graph view looks for its explorer (search box, key suppression) by this class.
-        column.add_class("oxe-explorer")
-        column.add_class("oxe-compare-column")
-        return column
+        return _column(widgets.VBox([panels]), side)
 
     # -- selection -----------------------------------------------------------------------
     def select(self, name: str | None, side: Side = "a") -> None:
@@ -200,6 +205,9 @@ class CompareView(widgets.VBox):
                 target.show_graph(path)
             partners = group.side(other)
             target.select(partners[0])
+            # The pane centres it at a readable zoom (graph_view.js: onCentre), now or
+            # when a drawing has it; a message, not a trait: nothing to replay later.
+            target.graph_view.send({"centre": target.graph.node(partners[0]).index, "path": path})
             self._related[side] = tuple(n for n in group.side(side) if n != name)
             self._related[other] = partners[1:]
             if len(partners) > 1 or len(group.side(side)) > 1:
@@ -308,23 +316,30 @@ class CompareView(widgets.VBox):
         return overlay_for
 
     def _status_overlay(self, side: Side, graph: Graph) -> Overlay | None:
-        """b: what happened to each node since a (the diff's words); a: each node's
-        partner's word, "removed" when it has none."""
-        diff, links = self.diff, self.links
-        path = graph.path
-        if side == "b":
-            words = diff.node_status(path)
-            return status_overlay(words, [], {}, legend_title="since a") if words else None
-        other = links.other_graph("a", path)
+        """The same words on both sides: a node with no counterpart is "added" (b) or
+        "removed" (a), one of a fused or split group "changed", a 1↔1 match b's word
+        from the diff (changed, renamed, unchanged)."""
+        links, path = self.links, graph.path
+        other = links.other_graph(side, path)
         if other is None:
             return None
-        status_b = diff.node_status(other)
+        status_b = self.diff.node_status(path if side == "b" else other)
         status: dict[str, str] = {}
+        titles: dict[str, str] = {}
         for node in graph.nodes:
-            partners = links.partners("a", path, node.name)
-            word = status_b.get(partners[0], "unchanged") if partners else "removed"
-            status[node.name] = "unchanged" if word == "added" else word
-        return status_overlay(status, [], {}, legend_title="in b")
+            group = links.group(side, path, node.name)
+            if group is None or group.kind == "unmatched":
+                status[node.name] = "added" if side == "b" else "removed"
+            elif group.kind == "fused":
+                status[node.name] = "changed"
+                titles[node.name] = (
+                    f"fused or split: {len(group.a)} node(s) of a ↔ {len(group.b)} of b"
+                )
+            else:
+                word = status_b.get(group.b[0], "unchanged")
+                status[node.name] = word if word != "added" else "changed"
+        legend = "since a" if side == "b" else "in b"
+        return status_overlay(status, [], titles, legend_title=legend)
 
     # -- pan and zoom ------------------------------------------------------------------------
     @property
@@ -418,6 +433,14 @@ def b_node_errors(result: CompareResult, graph: Graph) -> dict[str, float]:
         if node is not None:
             found[node.name] = max(found.get(node.name, 0.0), t.max_abs)
     return found
+
+
+def _column(box: widgets.Box, side: Side) -> widgets.Box:
+    # The graph view looks for its explorer (search box, key suppression) by this class.
+    box.add_class("oxe-explorer")
+    box.add_class("oxe-compare-column")
+    box.add_class(f"oxe-compare-{side}")
+    return box
 
 
 def _common(x: Scope, y: Scope) -> Scope:

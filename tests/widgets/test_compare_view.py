@@ -285,3 +285,15 @@ def test_the_diff_explorer_switches_to_side_by_side():
         assert view.show_side_by_side() is both  # made once
     finally:
         view.close()
+
+
+def test_model_text_in_the_note_is_escaped():
+    hostile = fused()
+    hostile.graph.node[4].name = '<img src=x onerror="alert(1)">'
+    view = compare_view(unfused(), hostile, weights=False)
+    try:
+        view.select('<img src=x onerror="alert(1)">', "b")
+        assert "no counterpart" in view.note.value
+        assert "<img" not in view.note.value and "&lt;img" in view.note.value
+    finally:
+        view.close()
