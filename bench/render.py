@@ -558,10 +558,85 @@ def select_breakdown(case: WidgetCase, report: dict[str, Any]) -> str:
     )
 
 
+# -- repeated blocks: what detecting the folds adds to a first view ---------------------
+FOLDS_SETUP = """
+import onnx_explorer
+from onnx_explorer.views._repeats import repeated_blocks
+from onnx_explorer.views._scopes import scope_tree
+from onnx_explorer.views._wiring import graph_wiring
+model = onnx_explorer.load(PATH)
+graph = model.graph
+graph_wiring(graph)  # what every drawing builds first, fold or not
+scope_tree(graph)
+"""
+FOLDS_STMT = "found = repeated_blocks(graph)"
+FOLDS_POST = """
+report["nodes"] = len(graph.nodes)
+report["folds"] = len(found.folds)
+report["largest"] = max((f.count for f in found.folds), default=0)
+report["work"] = found.work
+report["edges"] = len(graph_wiring(graph).edges)
+"""
+#: Issue 32's target: detection adds at most this to a 100,000-node graph's first view.
+FOLDS_TARGET = 0.2
+FOLDS_SECTION = "## Repeated blocks folded"
+
+
+def fold_rows(names: Sequence[str] = ("scoped_2k", "scoped_20k", "scoped_100k")) -> list[list[str]]:
+    """Seconds :func:`repeated_blocks` takes after the wiring and scope tree (which every
+    drawing builds anyway) on each generated transformer, min / median of 5 processes."""
+    rows = []
+    for name in names:
+        path = MODELS / f"{name}.onnx"
+        if not path.exists():
+            generate(name, {"scoped_2k": 2_000, "scoped_20k": 20_000}.get(name, 100_000), True)
+        code = timed_child(FOLDS_SETUP.replace("PATH", repr(str(path))), FOLDS_STMT, FOLDS_POST)
+        runs = measure(code, FIRST_VIEW_RUNS)
+        report = runs.median.report
+        visits = report["work"] / (report["nodes"] + report["edges"])
+        rows.append([
+            f"{name} ({report['nodes']:,} nodes)",
+            f"{runs.best.seconds:.3f} / {runs.median.seconds:.3f} s",
+            f"{report['folds']:,} (largest ×{report['largest']:,})", f"{visits:.2f}",
+        ])  # fmt: skip
+        print(rows[-1], flush=True)
+    return rows
+
+
+def folds_text(rows: list[list[str]]) -> str:
+    table = markdown_table(
+        ["model", "detection: min / median", "folds", "visits per node and edge"], rows,
+        align="lrrr",
+    )  # fmt: skip
+    return (
+        f"{FOLDS_SECTION}\n\n{today()}, {machine_description()}\n\n{table}\n\n"
+        "What detecting repeated blocks (`views/_repeats.py`: attribute digests, node codes, "
+        "per-run hashes in numpy) adds to a first view: `repeated_blocks(graph)` timed in a "
+        "fresh process after `graph_wiring` and `scope_tree`, which every drawing builds "
+        f"anyway; min and median of {FIRST_VIEW_RUNS} processes. Issue 32's target: "
+        f"≤ {FOLDS_TARGET:g} s at 100,000 nodes. The scoped graphs hold 2,000+ layers, split "
+        "into synthetic groups of about 200 before folding, so each group draws one fold. "
+        "Visits: the nodes and edges detection looked at, per node and edge of the graph "
+        "(its work count, stopped at 4).\n"
+    )
+
+
+def write_folds_section(rows: list[list[str]]) -> None:
+    """Put the folds section into bench/results/render.md, replacing an older one."""
+    path = HERE / "results" / "render.md"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    start = text.find(FOLDS_SECTION)
+    if start >= 0:
+        end = text.find("\n## ", start + len(FOLDS_SECTION))
+        text = text[:start] + (text[end + 1 :] if end >= 0 else "")
+    write_result("render", text.rstrip() + "\n\n" + folds_text(rows))
+
+
 # -- the results file -----------------------------------------------------------------
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--folds", action="store_true", help="only the repeated blocks' timing")
     parser.add_argument(
         "--limit",
         type=float,
@@ -584,6 +659,9 @@ def main() -> None:
         path, _ = generate(name, int(nodes), scoped == "1")
         print(time_plain(path, float(limit)))
         return
+    if args.folds:
+        write_folds_section(fold_rows())
+        return
     started = time.perf_counter()
     first_views = first_view_rows(args.quick, args.limit)
     profile = [] if args.quick else first_view_profile()
@@ -591,6 +669,8 @@ def main() -> None:
     text = results_text(first_views, widget, breakdown, args.limit, args.cap, profile)
     print(text)
     write_result("render", text)
+    if not args.quick:
+        write_folds_section(fold_rows())
     print(f"benchmark took {time.perf_counter() - started:.0f} s")
 
 
