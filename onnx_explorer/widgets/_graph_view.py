@@ -39,6 +39,7 @@ from ..views._drawing import (
 from ..views._layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
 from ..views._paint import Overlay
 from ..views._repaint import repaint_svg
+from ..views._repeats import compare_members, repeated_blocks
 from ..views._scopes import Scope, scope_tree
 from ..views._text import model_name
 from ..views._wiring import graph_wiring
@@ -117,6 +118,13 @@ class GraphView(anywidget.AnyWidget):
     match_total = traitlets.Int(0).tag(sync=True)  # search hits in the graph, drawn or not
     legend = traitlets.Dict().tag(sync=True)  # a numeric overlay's colour bar ({}: none)
     export_name = traitlets.Unicode("graph").tag(sync=True)  # file name stem of exports
+    # Repeated blocks drawn once (views/_repeats.py): on or off, the member each fold
+    # shows (fold key → position: the stepper), the folds drawn now, and the last
+    # comparison of a fold's weights (text for the browser).
+    fold_repeats = traitlets.Bool(True).tag(sync=True)
+    fold_steps = traitlets.Dict().tag(sync=True)
+    folds = traitlets.List(traitlets.Dict()).tag(sync=True)
+    fold_report = traitlets.Unicode("").tag(sync=True)
     budget = traitlets.Float(DEFAULT_BUDGET)
     picked_ghost = traitlets.Unicode("")  # key of the ghost clicked last ("" otherwise)
     # Two panes side by side (widgets/_compare_view.py): drawn id → a mark word (see
@@ -170,6 +178,8 @@ class GraphView(anywidget.AnyWidget):
             with self.hold_trait_notifications():
                 self.expanded = expanded
                 self.focus_node = focus
+                self.fold_steps = {}
+                self.fold_report = ""
                 self.selected = ""
                 self.matches = []
                 self.match_total = 0
@@ -276,7 +286,67 @@ class GraphView(anywidget.AnyWidget):
             max_nodes=self.max_nodes,
             edge_labels=self.edge_labels,
             control_edges=self.control_edges,
+            fold_steps=tuple(sorted(self.fold_steps.items())) if self.fold_repeats else None,
         )
+
+    # -- folds of repeated blocks ---------------------------------------------------------
+    def step_fold(self, key: str, index: int) -> None:
+        """Show member ``index`` of the fold ``key`` (its first member's path); scopes open
+        inside the member shown before open in the new one."""
+        with self._lock:
+            fold = repeated_blocks(self.graph).find(key)
+            if fold is None or not 0 <= index < fold.count:
+                return
+            before = fold.members[min(self.fold_steps.get(key, 0), fold.count - 1)]
+            after = fold.members[index]
+            # Scopes open inside the member shown before open in the new one, which opens.
+            expanded = [_moved(path, before.path, after.path) for path in self.drawn_expanded()]
+            if not any(p == after.path or p.startswith(after.path + "/") for p in expanded):
+                expanded.append(after.path)
+            with self.hold_trait_notifications():
+                self.fold_steps = {**self.fold_steps, key: index}
+                self.expanded = list(dict.fromkeys(expanded)) or ["/"]
+                self.focus_node = ""
+            self.render()
+
+    def compare_fold(self, key: str, pair: tuple[int, int] | None = None) -> Any:
+        """Compare the weights of the fold ``key``'s members (reads every one of them):
+        which member is the outlier, and how two members differ (``pair``: positions).
+        Returns the :class:`~onnx_explorer.views._repeats.FoldComparison`; its text also
+        goes to ``fold_report``."""
+        fold = repeated_blocks(self.graph).find(key)
+        if fold is None:
+            raise KeyError(f"no fold {key!r} in this graph")
+        comparison = compare_members(self.graph, fold, pair)
+        self.fold_report = comparison.text()
+        return comparison
+
+    def _compare_fold_in_background(self, key: str, pair: tuple[int, int] | None) -> None:
+        self.fold_report = "reading the weights of every member…"
+
+        def work() -> None:
+            try:
+                self.compare_fold(key, pair)
+            except Exception as exc:  # a report must not raise into the front end
+                self.fold_report = f"cannot compare the weights: {type(exc).__name__}: {exc}"
+
+        threading.Thread(target=work, name="oxe-fold-weights", daemon=True).start()
+
+    def _step_to_node(self, node: Node) -> bool:
+        """Point every fold holding ``node`` at the member it sits in; True if one moved."""
+        tree = scope_tree(self.graph)
+        steps = dict(self.fold_steps)
+        for fold, k in repeated_blocks(self.graph).around(tree.node_scope[node.index]):
+            steps[fold.key] = k
+        if steps == self.fold_steps:
+            return False
+        self.fold_steps = steps
+        return True
+
+    @traitlets.observe("fold_repeats")
+    def _on_fold_repeats(self, _change: Any) -> None:
+        if getattr(self, "_lock", None) is not None:  # not while __init__ sets the traits
+            self.render()
 
     # -- layout in the background ---------------------------------------------------
     def render(self) -> None:
@@ -366,6 +436,7 @@ class GraphView(anywidget.AnyWidget):
                 self.ids = {k: dict(v) for k, v in result.ids.items()}
                 self.notes = notes
                 self.control_hidden = result.control_hidden
+                self.folds = [dict(fold) for fold in result.folds]
                 self.legend = _legend(overlay)
                 self.svg = drawing.svg
                 self.version += 1
@@ -384,6 +455,7 @@ class GraphView(anywidget.AnyWidget):
                 self.legend = {}
                 self.svg = ""
                 self.ids = {}
+                self.folds = []
                 self.version += 1
                 self.error = message
                 self.busy = ""
@@ -442,6 +514,16 @@ class GraphView(anywidget.AnyWidget):
                 self.click(str(content.get("id", "")), double=bool(content.get("double")))
         elif event == "control_edges":
             self.show_control_edges(bool(content.get("show")))
+        elif event == "fold_step":
+            index = content.get("index")
+            if isinstance(index, int) and not isinstance(index, bool):
+                self.step_fold(str(content.get("fold", "")), index)
+        elif event == "fold_compare":
+            pair = content.get("pair")
+            chosen = None
+            if isinstance(pair, list) and len(pair) == 2 and all(type(k) is int for k in pair):
+                chosen = (pair[0], pair[1])
+            self._compare_fold_in_background(str(content.get("fold", "")), chosen)
 
     def click(self, item_id: str, double: bool = False) -> None:
         """What a click on the drawn item ``item_id`` does (also used by tests)."""
@@ -473,6 +555,13 @@ class GraphView(anywidget.AnyWidget):
             self.picked_ghost = ""  # a second click on the same ghost is news too
             self.picked_ghost = str(entry.get("key", ""))
             self.highlight_id = item_id
+        elif kind == "fold" and double:
+            if entry.get("open"):
+                self.collapse(entry["path"])
+            elif entry.get("part") in ("before", "after"):
+                self.step_fold(str(entry["fold"]), int(entry["index"]))
+            else:
+                self.expand(entry["path"])
         elif kind == "scope" and double:  # one click only picks it (in the browser)
             if entry.get("open"):
                 self.collapse(entry["path"])
@@ -584,7 +673,8 @@ class GraphView(anywidget.AnyWidget):
             entry = self.ids.get(location or "", {})
             if entry.get("kind") == "node":
                 self._reveal_tried = None
-            elif entry.get("kind") == "scope":
+            elif entry.get("kind") in ("scope", "fold"):
+                self._step_to_node(node)  # a node inside a fold: show its member
                 scope = _scope_showing(graph, node)
                 if scope is None:
                     return
@@ -620,6 +710,15 @@ def _scope_showing(graph: Graph, node: Node) -> Scope | None:
     while scope is not None and (scope.trivial or scope.is_root):
         scope = scope.parent
     return scope
+
+
+def _moved(path: str, old: str, new: str) -> str:
+    """``path`` with the member ``old`` it lies in replaced by ``new``."""
+    if path == old:
+        return new
+    if path.startswith(old + "/"):
+        return new + path[len(old) :]
+    return path
 
 
 def _inside(scope: Scope | None, ancestor: Scope | None) -> bool:

@@ -239,7 +239,9 @@ def _fill_of(view: GraphView, name: str) -> str | None:
 @pytest.mark.graphviz
 def test_the_widget_keeps_the_overlay_through_expansion_selection_and_bodies():
     model = _chain(12, 12)  # large enough to start with collapsed layers
-    view = _drawn(GraphView(model.graph, model=model, overlay=_diff_overlay(model)))
+    view = _drawn(
+        GraphView(model.graph, model=model, overlay=_diff_overlay(model), fold_repeats=False)
+    )  # the layers are identical: folded, they would not each show a box
     boxes = {v["path"]: v for v in view.ids.values() if v["kind"] == "scope"}
     assert boxes["enc/layer.1"].get("changes") == 2
     view.expand("enc/layer.1")
@@ -279,7 +281,9 @@ def test_an_overlay_per_graph_follows_the_user_into_bodies():
 @pytest.mark.graphviz
 def test_clicking_a_ghost_reports_its_key():
     model = _chain()
-    view = _drawn(GraphView(model.graph, model=model, overlay=_diff_overlay(model)))
+    view = _drawn(
+        GraphView(model.graph, model=model, overlay=_diff_overlay(model), fold_repeats=False)
+    )
     view.expand("enc/layer.1")
     _drawn(view)
     ghost = next(k for k, v in view.ids.items() if v["kind"] == "ghost")

@@ -44,7 +44,7 @@ def test_click_selects_and_python_selection_highlights():
 
 
 def test_double_clicking_a_collapsed_scope_expands_it_and_one_click_does_not():
-    view = _drawn(GraphView(ox.load(scoped_chain(40)).graph))
+    view = _drawn(GraphView(ox.load(scoped_chain(40)).graph, fold_repeats=False))
     collapsed = [(k, v) for k, v in view.ids.items() if v["kind"] == "scope" and not v["open"]]
     assert collapsed
     item_id, entry = collapsed[-1]
@@ -243,6 +243,7 @@ def test_collapsing_a_group_closes_the_scopes_inside_it():
 # -- navigation helpers driven from Python ---------------------------------------------------
 def test_search_hits_are_marked_and_stepped_through():
     ex = ox.explore(scoped_chain(3, per_layer=5))
+    ex.graph_view.fold_repeats = False  # three identical layers: every hit in its own box
     view = _drawn(ex.graph_view)
     ex.node_list.search_box.value = "Relu_3"
     assert view.match_total == 3 and len(view.matches) == 3
