@@ -99,6 +99,7 @@ class CompareView(widgets.VBox):
             explorer.observe(self._selection_handler(side), "selected_name")
             explorer.observe(self._graph_handler(side), "graph_path")
             explorer.graph_view.observe(self._scope_handler(side), "expanded")
+            explorer.graph_view.observe(self._fold_handler(side), "fold_steps")
             explorer.graph_view.set_overlay(self._overlay_source(side))
             self._update_marks(side)
         self.pan_zoom.observe(self._on_pan_zoom, "value")
@@ -269,6 +270,35 @@ class CompareView(widgets.VBox):
                 if mapped and mapped in drawn:
                     target.collapse(mapped)
                     drawn.discard(mapped)
+        finally:
+            self._end()
+
+    def _fold_handler(self, side: Side) -> Callable[[Any], None]:
+        return lambda change: self._on_fold_steps(side, change["old"], change["new"])
+
+    def _on_fold_steps(self, side: Side, old: dict[str, int], new: dict[str, int]) -> None:
+        """A fold's stepper moved (layers.0–31 ×32 showing 17): the other side's fold of
+        the same blocks shows the same member."""
+        moved = {key: k for key, k in new.items() if old.get(key) != k}
+        if not moved or not self._begin():
+            return
+        try:
+            from ..views._repeats import repeated_blocks
+
+            source = self.explorer(side).graph_view
+            target = self.explorer(_other(side)).graph_view
+            if self.links.other_graph(side, source.graph.path) != target.graph.path:
+                return
+            folds = repeated_blocks(target.graph)
+            for key, k in moved.items():
+                mapped = self.other_scope(side, key)
+                fold = folds.find(mapped) if mapped else None
+                if (
+                    fold is not None
+                    and 0 <= k < fold.count
+                    and target.fold_steps.get(fold.key) != k
+                ):
+                    target.step_fold(fold.key, k)
         finally:
             self._end()
 

@@ -297,3 +297,18 @@ def test_model_text_in_the_note_is_escaped():
         assert "<img" not in view.note.value and "&lt;img" in view.note.value
     finally:
         view.close()
+
+
+@pytest.mark.graphviz
+def test_a_fold_stepper_moves_on_both_sides():
+    view = compare_view(scoped_chain(12, 60), _renamed_chain(12, 60), weights=False)
+    try:
+        pane_a, pane_b = view.a.graph_view, view.b.graph_view
+        assert pane_a.wait(60) and pane_b.wait(60)
+        if not pane_a.folds:
+            pytest.skip("this chain is not folded")
+        key = pane_a.folds[0]["key"]
+        pane_a.step_fold(key, 5)
+        assert 5 in pane_b.fold_steps.values()
+    finally:
+        view.close()
