@@ -91,12 +91,34 @@ def parse_size_field(text: str | None, key: str, tensor: str) -> int | None:
     )
 
 
+def hub_cache_blobs(folder: Path) -> Path | None:
+    """The ``blobs`` folder of a Hugging Face cache snapshot that ``folder`` is (or is in).
+
+    The Hub's cache keeps each repo as ``models--org--name/{blobs,snapshots/<rev>}``; every
+    file of a snapshot is a symlink into ``blobs`` (content-addressed). Those symlinks are
+    the cache's own layout, so they are followed, and only into that repo's ``blobs``.
+    """
+    real = Path(os.path.realpath(folder))
+    for snapshot in (real, *real.parents):
+        repo = snapshot.parent.parent
+        if snapshot.parent.name == "snapshots" and repo.name.startswith(_HUB_REPO_KINDS):
+            blobs = repo / "blobs"
+            return blobs if blobs.is_dir() else None
+    return None
+
+
+_HUB_REPO_KINDS = ("models--", "datasets--", "spaces--")
+
+
 def resolve_location(base_dir: Path, location: str, tensor: str) -> Path:
-    """Resolve ``location`` under ``base_dir``, refusing anything that escapes it."""
+    """Resolve ``location`` under ``base_dir``, refusing anything that escapes it (a
+    Hugging Face cache snapshot's symlinks into its own ``blobs`` aside)."""
     normalized = check_location(location, tensor)
     try:
         base = Path(os.path.realpath(base_dir))
         candidate = base / normalized
+        if candidate.is_symlink() and _into_hub_blobs(base, candidate):
+            return Path(os.path.realpath(candidate))
         if candidate.is_symlink():
             raise UnsafePathError(
                 f"tensor {tensor!r}: external data file {location!r} is a symlink (refused: it "
@@ -116,6 +138,18 @@ def resolve_location(base_dir: Path, location: str, tensor: str) -> Path:
             f"tensor {tensor!r}: external data {location!r} resolves outside {str(base)!r}"
         )
     return real
+
+
+def _into_hub_blobs(base: Path, candidate: Path) -> bool:
+    """``candidate`` is a file of the Hub cache snapshot ``base`` pointing into its blobs."""
+    blobs = hub_cache_blobs(base)
+    if blobs is None:
+        return False
+    real = Path(os.path.realpath(candidate))
+    inside = os.path.commonpath([blobs, real]) == str(blobs)
+    return inside and os.path.commonpath([base, Path(os.path.realpath(candidate.parent))]) == str(
+        base
+    )
 
 
 class DataFiles:
