@@ -233,7 +233,7 @@ def seeds(harness: str) -> Iterator[tuple[str, bytes]]:
         from .harness_run import seeds as run_seeds
 
         yield from run_seeds()
-    elif harness in ("bundle", "weights"):  # the harness writes its own seeds
+    elif harness in ("bundle", "weights", "metrics", "diff"):  # the harness writes its own
         yield from harness_module(harness).seeds()
     else:
         raise ValueError(f"unknown harness {harness!r}")

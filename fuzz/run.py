@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
-HARNESSES = ("onnx", "graphdef", "pbtxt", "external", "views", "run", "bundle", "weights")
+HARNESSES = ("onnx", "graphdef", "pbtxt", "external", "views", "run", "bundle", "weights",
+             "metrics", "diff")  # fmt: skip
 #: Never reached by a harness: notebook widgets, entry points, subprocess rendering.
 _SKIPPED = ("onnx_explorer.ipython", "onnx_explorer.cli", "onnx_explorer.views._render")
 #: Seconds one input may take before libFuzzer calls it a hang and saves it.

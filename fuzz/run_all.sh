@@ -15,7 +15,7 @@ case "$budget" in
     *) limit="-max_total_time=$budget"; per="$budget s" ;;
 esac
 harnesses=("$@")
-if [ ${#harnesses[@]} -eq 0 ]; then harnesses=(onnx graphdef pbtxt external views run bundle weights); fi
+if [ ${#harnesses[@]} -eq 0 ]; then harnesses=(onnx graphdef pbtxt external views run bundle weights metrics diff); fi
 python=${PYTHON:-.venv/bin/python}
 artifacts=test-artifacts/fuzz
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
