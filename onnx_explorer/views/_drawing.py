@@ -792,7 +792,9 @@ class _Builder:
         info = self.types.get(value) if self.types is not None else None
         text = type_text(info) if info is not None else ""
         label = type_text(info, self.edge_labels) if info is not None else ""
-        return one_line(label, LABEL_CHARS), f"{_titled(value)}\n{text}".rstrip()
+        # The file's note on the value (TFLite: its scale and zero point) in the tooltip.
+        note = f"\n{_titled(info.doc_string)}" if info is not None and info.doc_string else ""
+        return one_line(label, LABEL_CHARS), f"{_titled(value)}\n{text}".rstrip() + note
 
     # -- the overlay: counts, ghosts, legend ------------------------------------------
     def set_overlay(self, overlay: Overlay) -> None:

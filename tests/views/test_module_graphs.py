@@ -47,3 +47,14 @@ def test_a_file_with_metadata_only_draws_a_note_not_a_blank(tmp_path):
     source = model.graph.to_dot()
     assert "this graph has no nodes" in source
     assert f"{len(model.metadata_props)} metadata keys" in source
+
+
+def test_a_values_note_from_the_file_shows_in_its_edge_tooltip():
+    from locations import CORPUS
+
+    from onnx_explorer.views import build_dot
+
+    graph = ox.load(CORPUS / "other_formats" / "hey_jarvis.tflite").graph
+    result = build_dot(graph, graph.model, expanded="all", max_nodes=500)
+    titles = [t for t in result.titles.values() if "zero point" in t]
+    assert any("int8 scale 0.101961, zero point -128" in t for t in titles)
