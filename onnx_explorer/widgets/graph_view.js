@@ -64,6 +64,7 @@ function keyOf(entry) {
   if (!entry) return null;
   if (entry.kind === "scope") return `scope:${entry.path}`;
   if (entry.kind === "node") return `node:${entry.name}`;
+  if (entry.kind === "fold") return `fold:${entry.fold}:${entry.part}:${entry.open}`;
   if (entry.kind === "input" || entry.kind === "output") return `${entry.kind}:${entry.name}`;
   return null;
 }
@@ -83,6 +84,7 @@ function download(name, blob) {
 // ``marks``: drawn id → a word; the drawn item gets the class oxe-mark-<word> (a node
 // with no counterpart on the other side; the nodes linked with the selection, 1↔N).
 const MARK_WORDS = ["unmatched", "related"];
+const CENTRE_WAIT = 30_000; // ms a request to centre a node not drawn yet is kept
 function showMarks(model, stage) {
   for (const word of MARK_WORDS) {
     for (const old of stage.querySelectorAll(`.oxe-mark-${word}`)) old.classList.remove(`oxe-mark-${word}`);
@@ -141,6 +143,58 @@ function linkView(model, el, view) {
   };
 }
 
+// -- folds of repeated blocks: one stepper per fold drawn ("layers.0–31 ×32 ◀ 17 ▶") --
+// Python draws the fold (views/_repeats.py); the browser only says which member to show
+// ({event: "fold_step"}) or asks for the members' weights compared ({event:
+// "fold_compare"}), whose text comes back in ``fold_report``.
+function foldBar(model, request) {
+  const bar = element("div", "oxe-graph-folds");
+  const report = element("pre", "oxe-graph-fold-report");
+  const update = () => {
+    const folds = model.get("folds") || [];
+    bar.replaceChildren();
+    bar.style.display = folds.length ? "flex" : "none";
+    for (const fold of folds.slice(0, 6)) {
+      const labels = Array.isArray(fold.labels) ? fold.labels : [];
+      const count = Number(fold.count) || labels.length;
+      const index = Number(fold.index) || 0;
+      const step = (to) => {
+        if (to >= 0 && to < count) request({ event: "fold_step", fold: fold.key, index: to });
+      };
+      const row = element("span", "oxe-graph-fold");
+      row.append(element("span", "oxe-graph-fold-label", `${fold.label} ×${count}`));
+      const back = button("◀", "show the block before", () => step(index - 1));
+      const next = button("▶", "show the block after", () => step(index + 1));
+      back.disabled = index <= 0;
+      next.disabled = index >= count - 1;
+      const picker = document.createElement("select");
+      picker.className = "oxe-graph-fold-pick";
+      picker.title = "show this block";
+      labels.forEach((label, k) => {
+        const option = document.createElement("option");
+        option.value = String(k);
+        option.textContent = String(label);
+        option.selected = k === index;
+        picker.append(option);
+      });
+      picker.addEventListener("change", () => step(Number(picker.value)));
+      const compare = button("weights", `compare the weights of the ${count} blocks: which one is the outlier (reads them all)`, () =>
+        request({ event: "fold_compare", fold: fold.key, pair: [index === 0 ? 1 : 0, index] }),
+      );
+      row.append(back, picker, next, compare);
+      bar.append(row);
+    }
+  };
+  const showReport = () => {
+    const text = model.get("fold_report") || "";
+    report.textContent = text;
+    report.style.display = text ? "block" : "none";
+  };
+  update();
+  showReport();
+  return { bar, report, update, showReport };
+}
+
 function render({ model, el }) {
   el.classList.add("oxe-graph");
   // Lumino (JupyterLab, Notebook 7) runs no shortcut for keys pressed inside this element.
@@ -176,7 +230,8 @@ function render({ model, el }) {
   const notes = element("div", "oxe-graph-notes");
   const error = element("div", "oxe-graph-error");
   const status = element("div", "oxe-graph-status");
-  el.append(toolbar, error, viewport, status, notes, help);
+  const folds = foldBar(model, (message) => request(message));
+  el.append(toolbar, folds.bar, folds.report, error, viewport, status, notes, help);
 
   // Every message to the kernel is answered ({ack: seq}); one left unanswered for
   // ACK_WAIT ms means the kernel is gone (shut down, restarted, a saved notebook
@@ -278,7 +333,7 @@ function render({ model, el }) {
       .map(([id]) => elementFor(id))
       .filter(Boolean)
       .map(boxOf);
-  const nodeBoxes = () => boxesOfKind(["node", "scope"]);
+  const nodeBoxes = () => boxesOfKind(["node", "scope", "fold"]);
   const boxInPane = (boxes) => {
     const { width, height } = size();
     return boxes.some((b) => {
@@ -654,14 +709,15 @@ function render({ model, el }) {
       }
       return;
     }
-    if (hit.entry.kind === "scope") {
+    if (hit.entry.kind === "scope" || hit.entry.kind === "fold") {
       if (double) {
         remember(hit);
         send(hit, true);
       } else {
         // One click picks a scope box (a browser-side selection); its tooltip tells more.
         picked = hit.id;
-        status.textContent = `${hit.entry.open ? "open scope" : "scope"} ${hit.entry.path} · ${hit.entry.nodes.toLocaleString()} nodes — double-click to ${hit.entry.open ? "close" : "open"}`;
+        const what = hit.entry.kind === "fold" ? `blocks ${hit.entry.label}` : hit.entry.path;
+        status.textContent = `${hit.entry.open ? "open scope" : "scope"} ${what} · ${hit.entry.nodes.toLocaleString()} nodes — double-click to ${hit.entry.open ? "close" : "open"}`;
         placeRing();
       }
       return;
@@ -674,7 +730,7 @@ function render({ model, el }) {
     const id = picked || model.get("highlight_id");
     const entry = (model.get("ids") || {})[id];
     if (!entry) return;
-    if (entry.kind === "scope") remember({ id, entry, node: elementFor(id) });
+    if (entry.kind === "scope" || entry.kind === "fold") remember({ id, entry, node: elementFor(id) });
     request({ event: "click", id, double: true, version: model.get("version") });
   };
 
@@ -796,6 +852,8 @@ function render({ model, el }) {
     ["change:control_hidden", showNotes],
     ["change:control_edges", showNotes],
     ["change:busy", showBusy],
+    ["change:folds", () => folds.update()],
+    ["change:fold_report", () => folds.showReport()],
     ["change:busy_since", () => { busyStart = null; showBusy(); }],
     ["change:height", () => { viewport.style.height = model.get("height") || ""; }],
   ];
@@ -804,6 +862,45 @@ function render({ model, el }) {
   const marks = () => showMarks(model, stage);
   model.on("change:svg", marks);
   model.on("change:marks", marks);
+  // A compare view asks this pane to centre a node at a readable zoom (the partner of the
+  // other side's selection, sent as {centre: node index, path: graph path}): now when it
+  // is drawn, else when a drawing of that graph has it (within CENTRE_WAIT ms).
+  let centreWanted = null;
+  const centreWantedNode = () => {
+    if (!centreWanted || model.get("graph_path") !== centreWanted.path) return;
+    if (Date.now() - centreWanted.since > CENTRE_WAIT) {
+      centreWanted = null;
+      return;
+    }
+    const ids = model.get("ids") || {};
+    const id = Object.keys(ids).find((k) => ids[k].kind === "node" && ids[k].index === centreWanted.index);
+    const node = id ? elementFor(id) : null;
+    if (!node) return;
+    centreWanted = null;
+    centreOn(node);
+  };
+  const onCentre = (message) => {
+    if (!message || !Number.isInteger(message.centre)) return;
+    centreWanted = { index: message.centre, path: String(message.path ?? ""), since: Date.now() };
+    centreWantedNode();
+  };
+  model.on("msg:custom", onCentre);
+  model.on("change:svg", centreWantedNode);
+  // A compare view's panes change width when its columns stack or unstack (a sidebar
+  // opened, the window resized): the middle of the view stays where it was.
+  let paneSize = null;
+  const keepCentre = new ResizeObserver(() => {
+    const width = viewport.clientWidth;
+    const height = viewport.clientHeight;
+    if (!width || !height) return; // hidden: nothing to keep
+    if (paneSize && svgText && el.closest(".oxe-compare-column")) {
+      tx += (width - paneSize.width) / 2;
+      ty += (height - paneSize.height) / 2;
+      apply();
+    }
+    paneSize = { width, height };
+  });
+  keepCentre.observe(viewport);
   const unlinkView = linkView(model, el, {
     get: () => ({ scale, tx, ty }),
     set: (t) => {
@@ -833,6 +930,7 @@ function render({ model, el }) {
     explorerRoot.addEventListener("focusin", suppress);
     loadSvg();
     marks();
+    centreWantedNode();
   });
   return () => {
     disposed = true;
@@ -841,6 +939,9 @@ function render({ model, el }) {
     for (const [name, callback] of listeners) model.off(name, callback);
     model.off("change:svg", marks);
     model.off("change:marks", marks);
+    model.off("msg:custom", onCentre);
+    model.off("change:svg", centreWantedNode);
+    keepCentre.disconnect();
     unlinkView();
     if (busyTimer) clearInterval(busyTimer);
     if (minimapUrl) URL.revokeObjectURL(minimapUrl);
