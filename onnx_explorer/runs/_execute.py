@@ -8,14 +8,13 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..views._text import squeezed
+from ..views._text import human_bytes, squeezed
 from ._limits import (
     UNTIMED,
     Expired,
     Limits,
     RunTimeoutError,
     build_session,
-    human_bytes,
     run_session,
 )
 from ._ort import RunError, failing_node

@@ -24,7 +24,7 @@ from onnx import helper
 from ..bindings import is_placeholder
 from ..errors import ExplorerError
 from ..model import ValueInfo
-from ._limits import human_bytes
+from ..views._text import human_bytes
 
 _IDS = re.compile(r"(^|_)(input_ids|ids|tokens?|token_ids)$|_ids$", re.IGNORECASE)
 

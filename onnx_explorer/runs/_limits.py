@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..views._text import human_bytes
 from ._ort import ARENA_LIMIT, RunError, make_session, onnxruntime
 
 #: Seconds a run (or a comparison) may take in all, by default: ``timeout=`` changes it,
@@ -51,15 +52,6 @@ class RunTimeoutError(RunError):
 
 class MemoryLimitError(RunError):
     """A value the run would make is larger than its memory limit (``memory_limit=``)."""
-
-
-def human_bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1024 or unit == "PiB":
-            return f"{n:,} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n:,} bytes"  # pragma: no cover
 
 
 @dataclass(frozen=True)
@@ -203,6 +195,5 @@ __all__ = [
     "RunTimeoutError",
     "build_session",
     "call",
-    "human_bytes",
     "run_session",
 ]

@@ -33,8 +33,8 @@ from onnx import helper
 
 from ..readers.onnx import _inference_child as inference_child
 from ..readers.onnx._shape_inference import bind_input_shapes, structure_only
-from ..views._text import squeezed
-from ._limits import Limits, MemoryLimitError, RunTimeoutError, human_bytes
+from ..views._text import human_bytes, squeezed
+from ._limits import Limits, MemoryLimitError, RunTimeoutError
 from ._ort import RunError
 
 _SMALL = 4096  # bytes of an initializer copied whole into the structure-only model

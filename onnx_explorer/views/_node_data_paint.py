@@ -20,7 +20,7 @@ from ..node_data import Matched, fill_for, readable_fill, value_range
 from ._colour_scale import BAR_STOPS, colour_at
 from ._paint import Overlay, Scale
 from ._quoting import one_line
-from ._text import as_text
+from ._text import as_text, hover_value_text
 
 #: Light fills for the distinct texts of a text series without colours (then repeated).
 CATEGORY_FILLS = ("#a5d8ff", "#b2f2bb", "#ffe066", "#ffc9c9", "#d0bfff", "#99e9f2",
@@ -28,17 +28,6 @@ CATEGORY_FILLS = ("#a5d8ff", "#b2f2bb", "#ffe066", "#ffc9c9", "#d0bfff", "#99e9f
 #: Distinct texts given a legend line at most.
 LEGEND_LINES = 12
 _TEXT_LIMIT = 80
-
-
-def value_text(value: float | str) -> str:
-    """A value as its hover line shows it (numbers to 6 digits, texts on one line)."""
-    if isinstance(value, str):
-        return one_line(value, _TEXT_LIMIT)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "∞" if value > 0 else "−∞"
-    return f"{value:,.0f}" if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
 
 
 def node_data_overlay(matched: Matched, graph: Graph) -> Overlay:
@@ -56,7 +45,7 @@ def node_data_overlay(matched: Matched, graph: Graph) -> Overlay:
         if value is None:
             styles[drawn] = "#ffffff"
             continue
-        titles[drawn] = f"{series}: {value_text(value)}"
+        titles[drawn] = f"{series}: {hover_value_text(value)}"
         fill = matched.colours.get(stored)
         if fill is None and own_colours:
             fill = fill_for(value, matched, low, high)
@@ -81,7 +70,11 @@ def node_data_overlay(matched: Matched, graph: Graph) -> Overlay:
         else tuple(colour_at(k / (BAR_STOPS - 1)) for k in range(BAR_STOPS))
     )
     scale = Scale(
-        title=series, low=value_text(low), high=value_text(high), colors=colours, note=note
+        title=series,
+        low=hover_value_text(low),
+        high=hover_value_text(high),
+        colors=colours,
+        note=note,
     )
     return Overlay(
         styles=styles, titles=titles, counted=frozenset(), legend=False,
@@ -103,9 +96,9 @@ def _legend(matched: Matched, categories: dict[str, str]) -> tuple[tuple[str, st
         lines, previous = [], None
         for t in matched.thresholds:
             text = (
-                f"≤ {value_text(t.value)}"
+                f"≤ {hover_value_text(t.value)}"
                 if previous is None
-                else (f"{value_text(previous)} – {value_text(t.value)}")
+                else (f"{hover_value_text(previous)} – {hover_value_text(t.value)}")
             )
             lines.append((readable_fill(t.colour), text))
             previous = t.value
@@ -115,7 +108,7 @@ def _legend(matched: Matched, categories: dict[str, str]) -> tuple[tuple[str, st
         for name, colour in matched.colours.items():
             value = matched.values.get(name)
             if value is not None:
-                seen.setdefault((readable_fill(colour), value_text(value)), None)
+                seen.setdefault((readable_fill(colour), hover_value_text(value)), None)
         return tuple(list(seen)[:LEGEND_LINES])
     return tuple(
         (fill, one_line(text, 40)) for text, fill in list(categories.items())[:LEGEND_LINES]

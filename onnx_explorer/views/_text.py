@@ -272,6 +272,21 @@ def value_text(info: ValueInfo | None) -> str:
     return type_text(info) or "type unknown"
 
 
+#: Longest text a node-data hover line shows.
+HOVER_TEXT_LIMIT = 80
+
+
+def hover_value_text(value: float | str) -> str:
+    """A value as its hover line shows it (numbers to 6 digits, texts on one line)."""
+    if isinstance(value, str):
+        return squeezed(value, HOVER_TEXT_LIMIT)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    return f"{value:,.0f}" if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
+
+
 def _items(values: tuple[Any, ...], render: Any) -> str:
     shown = ", ".join(render(v) for v in values[:MAX_ITEMS])
     more = f", … ({len(values)} items)" if len(values) > MAX_ITEMS else ""
