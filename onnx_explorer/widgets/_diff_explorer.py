@@ -144,7 +144,10 @@ class DiffExplorer(widgets.VBox):
         self._detail_generation = 0
         self._pending_ghost = ""
         options = {"max_nodes": max_nodes} if max_nodes else {}
-        self.graph_view = GraphView(diff.b.graph, model=diff.b, overlay=self.overlay_for, **options)
+        # No folds: a changed layer must not hide among identical-looking ones.
+        self.graph_view = GraphView(
+            diff.b.graph, model=diff.b, overlay=self.overlay_for, fold_repeats=False, **options
+        )
         self.summary = widgets.HTML(self._summary_html())
         self.changes = widgets.Select(
             options=[(row.label, k) for k, row in enumerate(self.rows[:MAX_ROWS])],

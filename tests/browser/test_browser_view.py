@@ -39,7 +39,8 @@ def scoped_chain(layers, per_layer=12):
 CELLS = [
     SETUP,
     "transformer = ox.explore(tiny_transformer(layers=5))\ntransformer",
-    "chain = ox.explore(scoped_chain(40))\nchain",
+    # Identical layers would fold into one ×40 box: this test opens collapsed scopes.
+    "chain = ox.explore(scoped_chain(40))\nchain.graph_view.fold_repeats = False\nchain",
     # A Graphviz that never finishes: the kernel stays free, the pane shows it is busy.
     "import os, pathlib, time\n"
     "slow = pathlib.Path('slow_dot.sh').resolve()\n"

@@ -155,6 +155,13 @@ def test_b_is_drawn_coloured_by_what_changed_with_the_removed_node_as_a_ghost():
     view.close()
 
 
+def test_the_diff_view_never_folds_repeated_layers():
+    # One changed layer among identical ones must stay in sight, not inside a ×N fold.
+    view = DiffExplorer(FakeDiff())
+    assert view.graph_view.fold_repeats is False
+    view.close()
+
+
 def test_changes_are_listed_nodes_then_tensors_largest_first():
     rows = change_rows(FakeDiff())
     assert [(r.kind, r.status) for r in rows] == [
