@@ -27,9 +27,9 @@ and a whole range no slower than :data:`MIN_RATE` bytes a second), configurable 
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
+import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -77,7 +77,12 @@ def _timed_out(exc: BaseException) -> bool:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, TimeoutError | asyncio.TimeoutError):
+        if isinstance(current, TimeoutError):  # asyncio's is this one from Python 3.11 on
+            return True
+        # Python 3.10: asyncio's own class; asyncio is loaded whenever fsspec raised it, and
+        # importing it here would cost every `import onnx_explorer` ~20 ms.
+        asyncio = sys.modules.get("asyncio")
+        if asyncio is not None and isinstance(current, asyncio.TimeoutError):
             return True
         if type(current).__name__ in ("FSTimeoutError", "ServerTimeoutError"):
             return True
