@@ -55,7 +55,7 @@ def check_activations(page: Any, steps: Steps, figures: dict[str, Any]) -> None:
     panel.locator(".oxe-error", has_text="2 NaN").wait_for()
     text = panel.inner_text()
     figures["panel"] = text
-    assert "float32[1×4]" in text and "abs max" in text
+    assert "float32 ⟨1×4⟩" in text and "abs max" in text
     assert panel.locator("svg.oxe-activation-histogram rect").count() > 0
     steps.shot("first-non-finite-selected", explorer, focus=panel)
 
