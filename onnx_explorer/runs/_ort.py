@@ -147,6 +147,10 @@ def make_session(
     ort = onnxruntime()
     options = ort.SessionOptions()
     options.log_severity_level = 4  # our error says what failed: no ORT lines on stderr
+    # no spin-waiting intra-op threads: between a capture's small kernels they kept both
+    # cores busy doing nothing, starving the statistics thread (20k-node capture: 4.4 →
+    # 3.1 s of CPU, run part −15–30 % on the 2 shared cores; bench/results/run.md)
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # weights outside the arena: its cap bounds the values a run makes, not the model
     options.add_session_config_entry("session.use_device_allocator_for_initializers", "1")
     if _use_shared_arena(ort) and (

@@ -403,6 +403,8 @@ def problem_nodes(the_plan: Plan, tensors: Mapping[str, TensorRecord]) -> list[s
     it is in the file (a weight, a Constant's); a node with an input that is neither is
     not judged (with ``capture=`` a subset, its inputs may have held the Inf already).
     """
+    if not any(r.nonfinite for r in tensors.values()):
+        return []  # (the usual case: no index of 20,000 producers to build, ~50 ms)
     graph = the_plan.graph
     producers = {out: node for node in graph.node for out in node.output if out}
     found: list[str] = []

@@ -10,9 +10,11 @@ exact sum whatever the split (floats are summed in source order).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -156,6 +158,51 @@ def _edges(bins: int, value_range: tuple[float, float]) -> list[float]:
 
 def report_one(source: str, options: dict[str, Any]) -> ModelReport:
     """One model's report (runs in a worker: everything it needs comes in ``options``)."""
+    with _heap_kept():
+        return _report_one(source, options)
+
+
+#: mallopt's parameters (glibc's malloc.h).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+@contextlib.contextmanager
+def _heap_kept() -> Iterator[None]:
+    """In a process started with ``MALLOC_TRIM_THRESHOLD_`` (dask's workers get 65,536),
+    glibc stops adapting its mmap threshold: each chunk's float64 temporaries (megabytes)
+    were mapped and unmapped again, every page faulted in afresh. Measured on 4 models
+    of 48 MB: 486,000 page faults and 3.5 s of CPU against 11,000 and 2.6 s. The heap is
+    kept for the task and trimmed after it, the worker's settings restored."""
+    trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")
+    libc = _glibc() if trim is not None and trim.isdigit() else None
+    if libc is None or trim is None:
+        yield
+        return
+    libc.mallopt(_M_TRIM_THRESHOLD, 256 << 20)
+    libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+    try:
+        yield
+    finally:
+        mmap = os.environ.get("MALLOC_MMAP_THRESHOLD_", "")
+        libc.mallopt(_M_MMAP_THRESHOLD, int(mmap) if mmap.isdigit() else 128 << 10)
+        libc.mallopt(_M_TRIM_THRESHOLD, int(trim))  # (checked digits above)
+        libc.malloc_trim(0)
+
+
+def _glibc() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt, libc.malloc_trim  # noqa: B018  (glibc's, not musl's)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def _report_one(source: str, options: dict[str, Any]) -> ModelReport:
     from ..readers import load
     from ..sources import redact_url
     from ._report import report_weights, weights_report
