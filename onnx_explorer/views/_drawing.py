@@ -60,6 +60,11 @@ CONTROL_EDGES_AUTO_MAX = 16
 #: Drawn items from which edge labels float beside their edges (``xlabel``) instead of
 #: shaping the layout: 4× faster on the larger views, the small ones keep the tidier look.
 FLOATING_LABELS_FROM = 150
+#: Drawn edges from which labels float too, however few the boxes: each label is a node
+#: dot must rank, and a DenseNet block open (89 boxes, 623 edges, every layer reading all
+#: the ones before it) took 4.5-5 s with them against 0.6 s floating. Such views are
+#: also laid out with fewer optimisation passes (``_statements.QUICK_LAYOUT``).
+FLOATING_EDGES_FROM = 200
 DEFAULT_MAX_NODES = 800
 #: No layout is ever handed more drawn nodes than this, whatever the caller asks.
 MAX_NODES_LIMIT = 1200
@@ -144,26 +149,46 @@ def build_dot(
         raise ValueError(
             f"control_edges must be one of {', '.join(CONTROL_EDGES)}, not {control_edges!r}"
         )
+    with paused_gc():  # one pause for all: each collection walks every object of the model
+        return _build(
+            graph, model, expanded, focus, hops, max_nodes, edge_labels, first_view_nodes,
+            infer_shapes, control_edges, overlay, fold_steps,
+        )  # fmt: skip
+
+
+def _build(
+    graph: Graph,
+    model: Model | None,
+    expanded: Iterable[str] | str | None,
+    focus: str | None,
+    hops: int,
+    max_nodes: int,
+    edge_labels: EdgeLabels,
+    first_view_nodes: int,
+    infer_shapes: bool | None,
+    control_edges: ControlEdges,
+    overlay: Overlay | None,
+    fold_steps: Mapping[str, int] | None,
+) -> DotResult:
     index = graph_wiring(graph)
     tree = scope_tree(graph)
     types, types_note = (None, None)
     if edge_labels != "none":
         types, types_note = value_types(graph, model, infer_shapes)
-    with paused_gc():
-        builder = _Builder(graph, model, index, tree, types, edge_labels, int(max_nodes))
-        builder.control_edges = control_edges
-        if overlay is not None:
-            builder.set_overlay(overlay)
-        if fold_steps is not None and not (focus is not None and focus != ""):
-            builder.set_folds(repeated_blocks(graph), fold_steps)
-        if types_note:
-            builder.notes.append(types_note)
-        if focus is not None and focus != "":
-            builder.draw_focus(graph.node(focus), int(hops))
-        else:
-            builder.draw_scopes(expanded, min(int(first_view_nodes), int(max_nodes)))
-        builder.draw_overlay_extras(focus is not None and focus != "")
-        return builder.result()
+    builder = _Builder(graph, model, index, tree, types, edge_labels, int(max_nodes))
+    builder.control_edges = control_edges
+    if overlay is not None:
+        builder.set_overlay(overlay)
+    if fold_steps is not None and not (focus is not None and focus != ""):
+        builder.set_folds(repeated_blocks(graph), fold_steps)
+    if types_note:
+        builder.notes.append(types_note)
+    if focus is not None and focus != "":
+        builder.draw_focus(graph.node(focus), int(hops))
+    else:
+        builder.draw_scopes(expanded, min(int(first_view_nodes), int(max_nodes)))
+    builder.draw_overlay_extras(focus is not None and focus != "")
+    return builder.result()
 
 
 class _Builder:
@@ -197,6 +222,7 @@ class _Builder:
         self.expanded: tuple[str, ...] = ()
         self.focus: str | None = None
         self.rep: Callable[[int], str | None] = self.node_ids.get
+        self.reps: list[str | None] | None = None  # rep() by node index (scope views)
         self.control_edges: ControlEdges = "auto"
         self.control_hidden = 0  # bundled control edges left out
         self.overlay: Overlay | None = None
@@ -242,7 +268,7 @@ class _Builder:
         # Every scope shows as its own box, as the box of a collapsed ancestor, or (open) as
         # its nodes: one pass, parents before children, so rep() is two lookups per edge.
         box_of: dict[int, str | None] = {}
-        for scope in tree.root.walk():
+        for scope in tree.preorder:
             key = id(scope)
             if key in memo:
                 box_of[key] = memo[key]
@@ -256,6 +282,11 @@ class _Builder:
             return node_ids.get(i) or box_of[id(node_scope[i])]
 
         self.rep = rep
+        # The same, as a list by node index for _emit_edges: two list reads per edge.
+        boxes_by_scope = [box_of[id(scope)] for scope in node_scope]
+        for i, nid in node_ids.items():
+            boxes_by_scope[i] = nid
+        self.reps = boxes_by_scope
         boxes = self.boxes
         if boxes:
             inside = sum(scope.node_count for scope in boxes)
@@ -694,8 +725,20 @@ class _Builder:
     def _emit_edges(self, focus: bool = False) -> None:
         merged: dict[tuple[str, str], list[Any]] = {}  # (src, dst) → [values, all control?]
         rep = self.rep
+        reps = self.reps
         hidden = 0
         for edge in self.index.edges:
+            if reps is not None and edge[0] == FROM_NODE:
+                # The common case, inlined: most edges of a large graph run inside one
+                # collapsed box (src == dst) and are dropped after two list reads.
+                dst, src = reps[edge[2]], reps[edge[1]]  # type: ignore[index]
+                if dst is None or src == dst:
+                    continue
+                if src is None:
+                    hidden += 1
+                    continue
+                self._merge(merged, src, dst, edge)
+                continue
             dst = rep(edge.dst)
             if dst is None:
                 continue
@@ -736,7 +779,10 @@ class _Builder:
                 self.notes.append(
                     f"{len(controls):,} control-dependency edges hidden (ordering only)"
                 )
-        floating = self.drawn > FLOATING_LABELS_FROM
+        many_edges = len(merged) > FLOATING_EDGES_FROM
+        floating = self.drawn > FLOATING_LABELS_FROM or many_edges
+        if many_edges:
+            self.lines.append(dot.QUICK_LAYOUT)
         for (src, dst), (values, control, implicit, count) in merged.items():
             eid = self.new_id("e")
             if control:

@@ -129,12 +129,12 @@ def test_garbage_from_dot_is_not_a_drawing(tmp_path, monkeypatch):
 
 
 def test_dot_crashing_in_one_ranking_mode_still_draws(tmp_path, monkeypatch):
-    # The real-world "Pshortestpath failed" crash depends on the ranking mode. Plain ranking
-    # runs first; when it crashes, newrank starts at once instead of after the stagger.
+    # The real-world "Pshortestpath failed" crash depends on the ranking mode. newrank runs
+    # first; when it crashes, the plain ranking starts at once instead of after the stagger.
     _stand_in(
         tmp_path,
         monkeypatch,
-        'case "$*" in *newrank*) exec "$REAL_DOT" "$@";; esac\n'
+        'case "$*" in *newrank*) ;; *) exec "$REAL_DOT" "$@";; esac\n'
         'echo "Error: Pshortestpath failed" >&2; kill -SEGV $$',
     )
     model = ox.load(scoped_chain(40))
@@ -148,18 +148,37 @@ def test_the_second_ranking_mode_starts_only_when_the_first_is_slow(tmp_path, mo
         tmp_path,
         monkeypatch,
         f'echo "$(date +%s.%N) $*" >> "{log}"\n'
-        'case "$*" in *newrank*) exec "$REAL_DOT" "$@";; esac\nexec sleep 30',
+        'case "$*" in *newrank*) exec sleep 30;; esac\nexec "$REAL_DOT" "$@"',
     )
     model = ox.load(scoped_chain(40))
     drawing = draw(model.graph, model, ViewRequest(expanded=("enc/layer.3",)))
     assert "cluster" in drawing.svg
     runs = [line.split(" ", 1) for line in log.read_text().splitlines()]
-    assert len(runs) == 2 and "newrank" not in runs[0][1] and "newrank" in runs[1][1]
+    assert len(runs) == 2 and "newrank" in runs[0][1] and "newrank" not in runs[1][1]
     from onnx_explorer.views._render import STAGGER
 
     # staggered, not raced from the start
     assert float(runs[1][0]) - float(runs[0][0]) >= 0.8 * STAGGER
     assert _wait_until(lambda: live_processes() == 0)  # the slow plain one was killed
+
+
+def test_the_next_layout_of_a_graph_starts_with_the_ranking_that_won(tmp_path, monkeypatch):
+    # newrank hangs on this graph: the first layout waits the stagger for the plain ranking;
+    # opening another scope starts with the plain one and never needs newrank.
+    log = tmp_path / "runs.log"
+    _stand_in(
+        tmp_path,
+        monkeypatch,
+        f'echo "$*" >> "{log}"\n'
+        'case "$*" in *newrank*) exec sleep 30;; esac\nexec "$REAL_DOT" "$@"',
+    )
+    model = ox.load(scoped_chain(40))
+    draw(model.graph, model, ViewRequest(expanded=("enc/layer.3",)))
+    assert ["newrank" in line for line in log.read_text().splitlines()] == [True, False]
+    drawing = draw(model.graph, model, ViewRequest(expanded=("enc/layer.3", "enc/layer.5")))
+    assert "cluster" in drawing.svg
+    assert ["newrank" in line for line in log.read_text().splitlines()] == [True, False, False]
+    assert _wait_until(lambda: live_processes() == 0)
 
 
 def test_a_quick_layout_never_starts_the_second_ranking_mode(tmp_path, monkeypatch):
