@@ -29,9 +29,8 @@ import math
 import re
 import weakref
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import repeat
 from operator import attrgetter
 
 import numpy as np
@@ -203,18 +202,17 @@ class ScopeTree:
 
     # -- building ---------------------------------------------------------------
     def _scope_for(self, prefix: str) -> Scope:
-        return self._scope_at(scope_parts(prefix))
-
-    def _scope_at(self, parts: list[str]) -> Scope:
-        """The scope of these path components, made with its missing ancestors (parents
-        first); one lookup when it exists, one per level it adds otherwise."""
-        path = "/".join(parts)
-        scope = self.by_path.get(path)
-        if scope is None:  # not the root: "" is always there
-            parent = self._scope_at(parts[:-1])
-            scope = Scope(path, parts[-1], parent)
-            parent.children.append(scope)
-            self.by_path[path] = scope
+        parts = scope_parts(prefix)
+        scope = self.root
+        path = ""
+        for part in parts:
+            path = f"{path}/{part}" if path else part
+            child = self.by_path.get(path)
+            if child is None:
+                child = Scope(path, part, scope)
+                scope.children.append(child)
+                self.by_path[path] = child
+            scope = child
         return scope
 
     def _build(self, graph: Graph, index: GraphWiring) -> None:
@@ -223,28 +221,19 @@ class ScopeTree:
         node_scope = self.node_scope
         append = node_scope.append
         use_metadata = _scopes_from_metadata(graph)
-        if not use_metadata:
-            # The usual case, by columns: each distinct prefix (in order of first use, the
-            # order the loop below would make them in) is split once, and each node's
-            # scope is one lookup at C speed.
-            names = list(map(attrgetter("name"), graph.nodes))
-            if not all(map(isinstance, names, repeat(str))):
-                names = [as_text(name) for name in names]
-            prefixes = [name.rpartition("/")[0] for name in names]
-            by_prefix = {prefix: self._scope_for(prefix) for prefix in dict.fromkeys(prefixes)}
-            node_scope.extend(map(by_prefix.__getitem__, prefixes))
-        for node in graph.nodes if use_metadata else ():
-            raw = node.metadata_props.get(NAME_SCOPES_KEY)
-            if raw is not None:
-                # Nodes of one module differ only in their last entry, their own name:
-                # keyed without it, the list is parsed once per module, not per node.
-                head, comma, last = raw.rpartition(", ")
-                key = head if comma and _OWN_NAME.fullmatch(last) else raw
-                scope = by_meta.get(key)
-                if scope is None:
-                    scope = by_meta[key] = self._scope_for(metadata_scope(raw))
-                append(scope)
-                continue
+        for node in graph.nodes:
+            if use_metadata:
+                raw = node.metadata_props.get(NAME_SCOPES_KEY)
+                if raw is not None:
+                    # Nodes of one module differ only in their last entry, their own name:
+                    # keyed without it, the list is parsed once per module, not per node.
+                    head, comma, last = raw.rpartition(", ")
+                    key = head if comma and _OWN_NAME.fullmatch(last) else raw
+                    scope = by_meta.get(key)
+                    if scope is None:
+                        scope = by_meta[key] = self._scope_for(metadata_scope(raw))
+                    append(scope)
+                    continue
             name = node.name
             prefix = (name if isinstance(name, str) else as_text(name)).rpartition("/")[0]
             scope = by_prefix.get(prefix)
@@ -258,21 +247,16 @@ class ScopeTree:
         folded = index.folded_nodes
         params = self.node_params
         seen: set[int] = set()  # a tensor shared by several nodes counts once
+        seen_names: set[str] = set()
         initializers = graph.initializers
         counted = getattr(initializers, "element_count", None)  # counts without making tensors
-        first_consumer = index.first_consumer
-        rest: Iterable[str] = first_consumer
-        if counted is not None:
-            # One name, one tensor, one count (first_consumer has each name once), with
-            # membership tested at C speed against a set of the names.
-            names = set(initializers)
-            by_name = [value for value in first_consumer if value in names]
-            for value, count in zip(by_name, map(counted, by_name), strict=True):
-                node_index = first_consumer[value]
-                params[node_index] = params.get(node_index, 0) + count
-            rest = [value for value in first_consumer if value not in names]
-        for value in rest:
-            node_index = first_consumer[value]
+        for value, node_index in index.first_consumer.items():
+            if counted is not None and value in initializers:
+                # One name, one tensor: shared use is still counted once, by name.
+                if value not in seen_names:
+                    seen_names.add(value)
+                    params[node_index] = params.get(node_index, 0) + counted(value)
+                continue
             stored = index.stored_value(graph, value)
             if isinstance(stored, Tensor) and id(stored) not in seen:
                 seen.add(id(stored))
@@ -295,20 +279,17 @@ class ScopeTree:
         order = list(self.root.walk())
         for scope in reversed(order):
             key = id(scope)
-            nodes, children = scope.nodes, scope.children
-            node_count = len(nodes)
-            param_count = direct_params.get(key, 0)
-            scope.items = node_count - direct_folded.get(key, 0) + len(children)
-            first = nodes[0] if nodes else None
-            for child in children:
-                node_count += child.node_count
-                param_count += child.param_count
+            scope.node_count = len(scope.nodes)
+            scope.param_count = direct_params.get(key, 0)
+            scope.items = len(scope.nodes) - direct_folded.get(key, 0) + len(scope.children)
+            first = scope.nodes[0] if scope.nodes else None
+            for child in scope.children:
+                scope.node_count += child.node_count
+                scope.param_count += child.param_count
                 if first is None or child.first < first:
                     first = child.first
-            scope.node_count, scope.param_count = node_count, param_count
             scope.first = first or 0
-            if len(children) > 1:
-                children.sort(key=_first_index)
+            scope.children.sort(key=_first_index)
 
     def _split(self, graph: Graph, index: GraphWiring, scope: Scope) -> list[Scope]:
         """Regroup a scope's items into synthetic groups; returns the groups.

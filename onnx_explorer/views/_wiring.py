@@ -12,8 +12,6 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Set
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, compress, repeat
-from operator import attrgetter
 from typing import NamedTuple
 
 from .._gc_pause import paused_gc
@@ -22,12 +20,6 @@ from ..tensors import Tensor
 
 #: Operators that only hold a value: ONNX ``Constant`` and TensorFlow ``Const``.
 CONSTANT_OPS = frozenset({"Constant", "Const"})
-
-# Node fields read as whole columns, at C speed.
-_INPUTS = attrgetter("inputs")
-_OUTPUTS = attrgetter("outputs")
-_OP_TYPE = attrgetter("op_type")
-_CONTROL_INPUTS = attrgetter("control_inputs")
 
 # Where an edge starts.
 FROM_NODE = 0  # key: node index
@@ -175,35 +167,21 @@ def _add_captured(
             add(Edge(FROM_OUTER, value, i, value, implicit=True))
 
 
-def _producers(outputs: list[tuple[str, ...]]) -> dict[str, int]:
-    """Value name → index of the first node writing it ("" never: an unused output slot)."""
-    flat = list(chain.from_iterable(outputs))
-    owners = chain.from_iterable(map(repeat, range(len(outputs)), map(len, outputs)))
-    producers = dict(zip(flat, owners))  # C speed; the last writer wins ...
-    if "" in producers:
-        del producers[""]
-        flat = [name for name in flat if name]
-    if len(producers) != len(flat):  # ... so a name written twice is redone: the first wins
-        producers = {}
-        for i, names in enumerate(outputs):
-            for out in names:
-                if out and out not in producers:
-                    producers[out] = i
-    return producers
-
-
 def build_wiring(graph: Graph) -> GraphWiring:
-    """One pass over the columns of the graph's nodes (inputs, outputs, op types): the
-    per-input work is done on flat lists, node-level work only for the few nodes with
-    bodies or control inputs."""
     nodes = graph.nodes
-    n = len(nodes)
-    inputs: list[tuple[str, ...]] = list(map(_INPUTS, nodes))
-    producers = _producers(list(map(_OUTPUTS, nodes)))
-    consumed = set(chain.from_iterable(inputs))
+    producers: dict[str, int] = {}
+    consumed: set[str] = set()
+    for i, node in enumerate(nodes):
+        for out in node.outputs:
+            if out and out not in producers:
+                producers[out] = i
+        consumed.update(node.inputs)
     output_names = {info.name for info in graph.outputs}
-    constants = compress(range(n), map(CONSTANT_OPS.__contains__, map(_OP_TYPE, nodes)))
-    folded_nodes = frozenset(i for i in constants if _foldable(nodes[i], output_names, consumed))
+    folded_nodes = frozenset(
+        i
+        for i, node in enumerate(nodes)
+        if node.op_type in CONSTANT_OPS and _foldable(node, output_names, consumed)
+    )
     stored = graph.initializers.keys() | graph.sparse_initializers.keys()
     input_pos = {info.name: k for k, info in enumerate(graph.inputs)}
 
@@ -213,19 +191,12 @@ def build_wiring(graph: Graph) -> GraphWiring:
     add = edges.append
     # tuple.__new__ skips NamedTuple's Python-level __new__: 200,000 edges at 100k nodes.
     new = tuple.__new__
-    lengths = list(map(len, inputs))
-    flat = list(chain.from_iterable(inputs))  # every input slot of every node, in order
-    sources = list(map(producers.get, flat))
-    owners = list(chain.from_iterable(map(repeat, range(n), lengths)))
-    slots = list(chain.from_iterable(map(range, lengths)))
-
-    def slots_edges(start: int, end: int) -> None:
-        """Edges of the input slots flat[start:end] (whole nodes), in order."""
-        for value, src, i, slot in zip(
-            flat[start:end], sources[start:end], owners[start:end], slots[start:end]
-        ):
+    with_bodies = graph.nodes_with_bodies()  # without decoding every node's attributes
+    for i, node in enumerate(nodes):
+        for slot, value in enumerate(node.inputs):
             if not value:
                 continue
+            src = producers.get(value)
             if src is not None and src not in folded_nodes:
                 add(new(Edge, (FROM_NODE, src, i, value, False, False)))
             elif src is not None or value in stored:
@@ -235,24 +206,12 @@ def build_wiring(graph: Graph) -> GraphWiring:
                 add(new(Edge, (FROM_INPUT, input_pos[value], i, value, False, False)))
             else:
                 add(new(Edge, (FROM_OUTER, value, i, value, False, False)))
-
-    # Nodes whose edges do not come from their input slots alone: bodies reading outer
-    # values, control inputs. Their extra edges follow their slots' edges, as in file order.
-    with_bodies = graph.nodes_with_bodies()  # without decoding every node's attributes
-    controls = list(map(_CONTROL_INPUTS, nodes))
-    special = sorted(with_bodies.union(compress(range(n), controls)))
-    ends = list(accumulate(lengths))
-    done = 0
-    for i in special:
-        slots_edges(done, ends[i])
-        done = ends[i]
         if i in with_bodies:
-            _add_captured(nodes[i], i, producers, folded_nodes, stored, input_pos, add)
-        for name in controls[i]:
+            _add_captured(node, i, producers, folded_nodes, stored, input_pos, add)
+        for name in node.control_inputs:
             src_node = _resolve_control(graph, name)
             if src_node is not None and src_node.index not in folded_nodes:
                 add(Edge(FROM_NODE, src_node.index, i, "", control=True))
-    slots_edges(done, len(flat))
 
     output_edges: list[Edge] = []
     for k, info in enumerate(graph.outputs):
