@@ -327,10 +327,14 @@ class TensorsOnDemand(Mapping[str, Tensor]):
         names: Sequence[str],
         make: Callable[[int], Tensor],
         element_count: Callable[[int], int],
+        types: Callable[[], Iterable[tuple[str, tuple[int, ...]]]] | None = None,
     ) -> None:
         self._position = dict(zip(names, range(len(names))))  # a repeated name: the last wins
+        self._names = names
         self._make = make
         self._count = element_count
+        self._types = types
+        self._typed: Mapping[str, tuple[str, tuple[int, ...]]] | None = None
         self._made: dict[str, Tensor] = {}
         self._lock = threading.Lock()  # one Tensor per name, whichever thread asks first
 
@@ -357,6 +361,20 @@ class TensorsOnDemand(Mapping[str, Tensor]):
         """Elements of the tensor ``name`` (its shape's product) without making it."""
         tensor = self._made.get(name)
         return tensor.size if tensor is not None else self._count(self._position[name])
+
+    def types(self) -> Mapping[str, tuple[str, tuple[int, ...]]]:
+        """Name → (dtype name, shape) of every tensor, from the reader's columns when it
+        has them (no :class:`Tensor` made: a structure diff of 30,000 initializers compares
+        only these), else from the tensors."""
+        if self._typed is None:
+            if self._types is None:
+                typed = {name: (t.dtype_name, tuple(t.shape)) for name, t in self.items()}
+            else:  # in file order, like the names: a repeated name's last entry wins
+                found = list(self._types())
+                one = dict(zip(found, found))  # one object per distinct type: fewer to keep
+                typed = dict(zip(self._names, map(one.__getitem__, found)))
+            self._typed = MappingProxyType(typed)
+        return self._typed
 
 
 def _load_sparse(graph: Graph, parts: GraphParts) -> None:
@@ -481,6 +499,21 @@ class Graph:
             else None
             for node in self.nodes
         ]
+
+    def attribute_fingerprints(self) -> tuple[str, list[Hashable | None]] | None:
+        """(scheme, per node a value equal for two nodes only when their attributes are
+        equal), for comparing nodes of two graphs whose schemes are equal, without decoding
+        attributes: ``()`` for a node without attributes, None for a node the reader cannot
+        vouch for without decoding it (one holding a tensor, whose bytes may be elsewhere in
+        its file). Equal attributes written differently (in another order, with another
+        doc string) may differ. None when the reader has no such (or the attributes are
+        decoded already): compare the decoded attributes."""
+        parts = self.__dict__.get("_parts")
+        quick = getattr(parts, "attribute_fingerprints", None)
+        if quick is None or "attributes" in _decoded_fields(self):
+            return None
+        found: tuple[str, list[Hashable | None]] = quick()
+        return found
 
     def constant_element_counts(self, indices: Iterable[int]) -> dict[int, int]:
         """Elements of the first tensor attribute of each node in ``indices`` (a Constant's

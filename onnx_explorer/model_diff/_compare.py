@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._gc_pause import paused_gc
 from ..errors import ExplorerError
-from ..model import Dim, Graph, Model, Node, ValueInfo
+from ..model import Dim, Graph, Model, Node, TensorsOnDemand, ValueInfo
 from ..stats import Dequantizer
 from ..tensors import Tensor
 from ..weights._quant import ConstantLookup, find_dequantization
 from ._matching import GraphMatch, match_nodes, read_in_place, stable_name
-from ._model_diff import ModelDiff, TensorPair
+from ._model_diff import ModelDiff, TensorPair, TensorType
 from ._nodes import node_changes
 from ._quantized import REAL, quantized_pairs
 from ._results import NodeChange, NodeRef, RemovedNode, TensorChange
@@ -34,7 +34,7 @@ def compare_models(
     streamed within ``atol + rtol·|a|`` when ``weights``)."""
     if not (atol >= 0 and rtol >= 0):
         raise ValueError(f"atol and rtol must be non-negative numbers, not {atol!r}, {rtol!r}")
-    walk = _Walk(a, b)
+    walk = _Walk(a, b, structure_only=not weights)
     with paused_gc():  # ~10 small acyclic objects per node
         walk.run()
     pairs = walk.tensor_pairs
@@ -64,7 +64,7 @@ def compare_models(
         tensors_removed=walk.tensors_removed,
         tensors_renamed=walk.tensors_renamed,
         tensors_changed=changes,
-        tensor_pairs={(p.a.name, p.b.name): p for p in pairs},
+        tensor_pairs={(p.name_a, p.name_b): p for p in pairs},
         status=walk.status,
         removed_where=walk.removed_where,
         nodes_matched=walk.matched,
@@ -131,26 +131,66 @@ def model_changes(a: Model, b: Model) -> list[tuple[str, Any, Any]]:
 
 
 # -- graphs -----------------------------------------------------------------------------
-def _ref(graph: Graph, index: int) -> NodeRef:
+def _ref(graph: Graph, index: int, op: str | None = None) -> NodeRef:
+    """The NodeRef of node ``index`` (``op``: its qualified op, when the caller has it)."""
     node = graph.nodes[index]
-    stable = "" if node.has_file_name else stable_name(node)
-    return _new_ref(graph.path, node.name, index, node.qualified_op,
+    if node.has_file_name:
+        return _new_ref(graph.path, node.name, index, op or node.qualified_op)
+    stable = stable_name(node)
+    return _new_ref(graph.path, node.name, index, op or node.qualified_op,
                     "" if stable == node.name else stable)  # fmt: skip
+
+
+_SET_REF = tuple(
+    getattr(NodeRef, f).__set__ for f in ("graph", "name", "index", "op_type", "stable")
+)
 
 
 def _new_ref(graph: str, name: str, index: int, op_type: str, stable: str = "") -> NodeRef:
     """A NodeRef without the frozen dataclass's __init__ (five object.__setattr__ calls):
     a renamed export makes one per node and side."""
     ref = object.__new__(NodeRef)
-    ref.__dict__.update(graph=graph, name=name, index=index, op_type=op_type, stable=stable)
+    set_graph, set_name, set_index, set_op, set_stable = _SET_REF
+    set_graph(ref, graph)
+    set_name(ref, name)
+    set_index(ref, index)
+    set_op(ref, op_type)
+    set_stable(ref, stable)
     return ref
 
 
-def _stored(graph: Graph) -> dict[str, Tensor]:
-    found = {name: graph.initializers[name] for name in graph.initializers}
-    for name, sparse in graph.sparse_initializers.items():
-        found[name] = sparse.values
-    return found
+class _Stored(Mapping[str, Tensor]):
+    """A graph's stored tensors by name (initializers, and sparse ones by their values),
+    each made when first looked up; :attr:`types` without making any (a reader's
+    :meth:`TensorsOnDemand.types`): matching 30,000 initializers by name and comparing
+    their dtypes and shapes made 30,000 tensors (~0.25 s) before."""
+
+    def __init__(self, graph: Graph) -> None:
+        dense = graph.initializers
+        self._dense = dense
+        self._sparse = {name: sparse.values for name, sparse in graph.sparse_initializers.items()}
+        types: Mapping[str, TensorType] = (
+            dense.types()
+            if isinstance(dense, TensorsOnDemand)
+            else {name: (t.dtype_name, tuple(t.shape)) for name, t in dense.items()}
+        )
+        if self._sparse:  # a sparse name also stored dense: the sparse one, as before
+            types = dict(types)
+            types.update((n, (t.dtype_name, tuple(t.shape))) for n, t in self._sparse.items())
+        self.types = types
+
+    def __getitem__(self, name: str) -> Tensor:
+        found = self._sparse.get(name)
+        return found if found is not None else self._dense[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.types
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.types)
+
+    def __len__(self) -> int:
+        return len(self.types)
 
 
 @dataclass
@@ -159,6 +199,8 @@ class _Walk:
 
     a: Model
     b: Model
+    # Pairs of one dtype and shape compared as stored are not kept: nothing to compare.
+    structure_only: bool = False
     model_changes: list[tuple[str, Any, Any]] = field(default_factory=list)
     added: list[NodeRef] = field(default_factory=list)
     removed: list[NodeRef] = field(default_factory=list)
@@ -192,7 +234,7 @@ class _Walk:
     def _graph_pair(
         self, ga: Graph, gb: Graph, outer: MutableMapping[str, str] | None
     ) -> Iterator[tuple[Graph, Graph, MutableMapping[str, str]]]:
-        stored_a, stored_b = _stored(ga), _stored(gb)
+        stored_a, stored_b = _Stored(ga), _Stored(gb)
         tensors_b2a, ambiguous = self._match_tensors(ga, gb, stored_a, stored_b)
         match = match_nodes(ga, gb, tensors_b2a, outer)
         self._structural_tensors(match, stored_a, stored_b, tensors_b2a)
@@ -206,33 +248,40 @@ class _Walk:
         self.tensors_removed.extend(name for name in stored_a if name not in kept)
         self.tensors_added.extend(name for name in stored_b if name not in tensors_b2a)
         self._record_nodes(match)
+        # Attributes are read only where they hold something: the readers tell which nodes
+        # hold bodies without decoding any attribute.
+        with_bodies_a, with_bodies_b = ga.nodes_with_bodies(), gb.nodes_with_bodies()
+        nodes_a, nodes_b = ga.nodes, gb.nodes
         for j, i in sorted(match.b2a.items()):
-            node_a, node_b = ga.nodes[i], gb.nodes[j]
-            if node_a.op_type == "Constant" == node_b.op_type and node_a.outputs and node_b.outputs:
+            node_a, node_b = nodes_a[i], nodes_b[j]
+            if (
+                node_a.op_type == "Constant" == node_b.op_type
+                and node_a.outputs and node_b.outputs
+            ):  # fmt: skip
                 ta = ga.constants().get(node_a.outputs[0])
                 tb = gb.constants().get(node_b.outputs[0])
                 if ta is not None and tb is not None:
-                    self._pair(ta, tb, ga, gb)
-            bodies_b = dict(node_b.subgraphs())
-            for attr, body_a in node_a.subgraphs():
-                body_b = bodies_b.get(attr)
-                if body_b is not None:
-                    yield body_a, body_b, match.values_b2a
+                    self._pair({ta.name: ta}, ta.name, {tb.name: tb}, tb.name, ga, gb)
+            if i in with_bodies_a and j in with_bodies_b:
+                bodies_b = dict(gb.nodes[j].subgraphs())
+                for attr, body_a in ga.nodes[i].subgraphs():
+                    body_b = bodies_b.get(attr)
+                    if body_b is not None:
+                        yield body_a, body_b, match.values_b2a
 
     def _match_tensors(
-        self, ga: Graph, gb: Graph, stored_a: dict[str, Tensor], stored_b: dict[str, Tensor]
+        self, ga: Graph, gb: Graph, stored_a: _Stored, stored_b: _Stored
     ) -> tuple[dict[str, str], list[tuple[list[str], list[str], dict[str, str | None]]]]:
         """b name → a name: by name, then by (dtype, shape, content hash) where a content is
         found once on each side. Also returns the groups still ambiguous (same content
         several times: many zero biases), which the node match settles first."""
         b2a = {name: name for name in stored_b if name in stored_a}
         for name in b2a:
-            self._pair(stored_a[name], stored_b[name], ga, gb)
-        groups: dict[tuple[str, tuple[int, ...]], tuple[list[str], list[str]]] = {}
+            self._pair(stored_a, name, stored_b, name, ga, gb)
+        groups: dict[TensorType, tuple[list[str], list[str]]] = {}
         for side, stored in ((0, stored_a), (1, stored_b)):
-            for name, tensor in stored.items():
+            for name, key in stored.types.items():
                 if name not in b2a:  # same set of names on both sides
-                    key = (tensor.dtype_name, tuple(tensor.shape))
                     groups.setdefault(key, ([], []))[side].append(name)
         ambiguous = []
         for names_a, names_b in groups.values():
@@ -253,16 +302,14 @@ class _Walk:
         return b2a, ambiguous
 
     def _structural_tensors(
-        self,
-        match: GraphMatch,
-        stored_a: dict[str, Tensor],
-        stored_b: dict[str, Tensor],
-        tensors_b2a: dict[str, str],
+        self, match: GraphMatch, stored_a: _Stored, stored_b: _Stored, tensors_b2a: dict[str, str]
     ) -> None:
         """Unmatched tensors read (or, in a GraphDef, produced) at the same place by matched
         nodes are one tensor renamed; its values are compared."""
         ga, gb = match.a, match.b
         taken = set(tensors_b2a.values())
+        if len(taken) == len(stored_a) or len(tensors_b2a) == len(stored_b):
+            return  # every tensor of one side is paired already
         for j, i in sorted(match.b2a.items()):
             node_a, node_b = ga.nodes[i], gb.nodes[j]
             for names_a, names_b in ((node_a.inputs, node_b.inputs),
@@ -276,7 +323,7 @@ class _Walk:
                         taken.add(name_a)
                         match.values_b2a[name_b] = name_a
                         self.tensors_renamed.append((name_a, name_b))
-                        self._pair(stored_a[name_a], stored_b[name_b], ga, gb)
+                        self._pair(stored_a, name_a, stored_b, name_b, ga, gb)
 
     def _leftover_tensors(
         self,
@@ -292,48 +339,54 @@ class _Walk:
                 self.tensors_renamed.append((name_a, name_b))
 
     def _quantized_links(
-        self,
-        match: GraphMatch,
-        stored_a: dict[str, Tensor],
-        stored_b: dict[str, Tensor],
-        tensors_b2a: dict[str, str],
+        self, match: GraphMatch, stored_a: _Stored, stored_b: _Stored, tensors_b2a: dict[str, str]
     ) -> bool:
         """Float weights of one side and their quantized copies on the other, paired through
         the nodes that read them (``_quantized``); whether any was found."""
         taken = set(tensors_b2a.values())
-        unpaired = [t for n, t in stored_a.items() if n not in taken] + [
-            t for n, t in stored_b.items() if n not in tensors_b2a
+        unpaired = [t for n, (t, _) in stored_a.types.items() if n not in taken] + [
+            t for n, (t, _) in stored_b.types.items() if n not in tensors_b2a
         ]
-        if all(t.dtype_name in REAL for t in unpaired):
+        if all(dtype in REAL for dtype in unpaired):
             return False  # nothing unpaired could be a quantized copy
         found = quantized_pairs(match, stored_a, stored_b, tensors_b2a)
         for link in found:
             tensors_b2a[link.b] = link.a
             match.values_b2a[link.b] = link.a
             self.tensors_renamed.append((link.a, link.b))
-            self._pair(stored_a[link.a], stored_b[link.b], match.a, match.b,
+            self._pair(stored_a, link.a, stored_b, link.b, match.a, match.b,
                        link.layout_a, link.layout_b)  # fmt: skip
         return bool(found)
 
     def _pair(
         self,
-        ta: Tensor,
-        tb: Tensor,
+        side_a: Mapping[str, Tensor],
+        name_a: str,
+        side_b: Mapping[str, Tensor],
+        name_b: str,
         ga: Graph,
         gb: Graph,
         layout_a: tuple[int, ...] | None = None,
         layout_b: tuple[int, ...] | None = None,
     ) -> None:
+        type_a, type_b = _type(side_a, name_a), _type(side_b, name_b)
+        if type_a[0] == type_b[0] and not (layout_a or layout_b):  # the usual case
+            if not (self.structure_only and type_a == type_b):  # else equal, as far as told
+                self.tensor_pairs.append(TensorPair(side_a, name_a, side_b, name_b, type_a, type_b))
+            return
         dq_a = dq_b = None
         compared = ""
-        if ta.dtype_name != tb.dtype_name:
-            if ta.dtype_name not in REAL and tb.dtype_name in REAL:
-                dq_a, compared = _dequantization(ga, ta, self._lookup_a, "a")
-            elif tb.dtype_name not in REAL and ta.dtype_name in REAL:
-                dq_b, compared = _dequantization(gb, tb, self._lookup_b, "b")
+        if type_a[0] != type_b[0]:
+            if type_a[0] not in REAL and type_b[0] in REAL:
+                dq_a, compared = _dequantization(ga, side_a[name_a], self._lookup_a, "a")
+            elif type_b[0] not in REAL and type_a[0] in REAL:
+                dq_b, compared = _dequantization(gb, side_b[name_b], self._lookup_b, "b")
         if layout_a or layout_b:
             compared += ", transposed to the other's layout"
-        self.tensor_pairs.append(TensorPair(ta, tb, dq_a, dq_b, compared, layout_a, layout_b))
+        self.tensor_pairs.append(TensorPair(
+            side_a, name_a, side_b, name_b, type_a, type_b, dq_a, dq_b, compared, layout_a,
+            layout_b,
+        ))  # fmt: skip
 
     def _record_nodes(self, match: GraphMatch) -> None:
         ga, gb = match.a, match.b
@@ -348,7 +401,9 @@ class _Walk:
                 status[node.name] = "added"
                 continue
             node_a = nodes_a[i]
-            self.matched.append((_ref(ga, i), _ref(gb, j)))
+            # One pair of refs per matched pair, in every list it is in (each is frozen).
+            pair = (_ref(ga, i, ops_a[i]), _ref(gb, j, ops_b[j]))
+            self.matched.append(pair)
             if (
                 attrs_a[i] == attrs_b[j]
                 and ops_a[i] == ops_b[j]
@@ -359,10 +414,10 @@ class _Walk:
             else:
                 lines = node_changes(node_a, node, values)
             if lines:
-                self.changed.append(NodeChange(_ref(ga, i), _ref(gb, j), tuple(lines), len(lines)))
+                self.changed.append(NodeChange(pair[0], pair[1], tuple(lines), len(lines)))
                 status[node.name] = "changed"
             elif _renamed(node_a, node):
-                self.renamed.append((_ref(ga, i), _ref(gb, j)))
+                self.renamed.append(pair)
                 status[node.name] = "renamed"
             else:
                 status[node.name] = "unchanged"
@@ -371,10 +426,19 @@ class _Walk:
         for i, node in enumerate(ga.nodes):
             if i in match.a2b:
                 continue
-            self.removed.append(_ref(ga, i))
+            ref = _ref(ga, i)
+            self.removed.append(ref)
             outputs = tuple(_replacement(match, out) for out in node.outputs)
             inputs = tuple(values_a2b.get(name, name) for name in node.inputs)
-            where.append(RemovedNode(_ref(ga, i), inputs, outputs))
+            where.append(RemovedNode(ref, inputs, outputs))
+
+
+def _type(side: Mapping[str, Tensor], name: str) -> TensorType:
+    """(dtype name, shape) of the tensor ``name``, without making it where ``side`` can tell."""
+    if isinstance(side, _Stored):
+        return side.types[name]
+    tensor = side[name]
+    return tensor.dtype_name, tuple(tensor.shape)
 
 
 def _renamed(a: Node, b: Node) -> bool:

@@ -27,6 +27,9 @@ import heapq
 from collections import ChainMap, deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import chain, compress, repeat
+from operator import is_, lt
 from typing import Any
 
 from ..errors import ExplorerError
@@ -51,8 +54,8 @@ class GraphMatch:
     a2b: dict[int, int] = field(default_factory=dict)
     b2a: dict[int, int] = field(default_factory=dict)
     values_b2a: MutableMapping[str, str] = field(default_factory=dict)
-    attrs_a: list[tuple[Hashable, ...]] = field(default_factory=list)  # attribute_key per node
-    attrs_b: list[tuple[Hashable, ...]] = field(default_factory=list)
+    attrs_a: list[Hashable] = field(default_factory=list)  # attribute_keys per node
+    attrs_b: list[Hashable] = field(default_factory=list)
     ops_a: list[str] = field(default_factory=list)  # qualified op per node
     ops_b: list[str] = field(default_factory=list)
 
@@ -121,17 +124,31 @@ def stable_name(node: Node) -> str:
     return f"{node.op_type}({first})" if first else node.name
 
 
-def topological_order(graph: Graph) -> list[int]:
+def producers_of(outputs: Sequence[tuple[str, ...]]) -> dict[str, int]:
+    """Value name → the first node (index) listing it among its ``outputs``."""
+    names = list(chain.from_iterable(outputs))
+    owners = list(chain.from_iterable(map(repeat, range(len(outputs)), map(len, outputs))))
+    producer = dict(zip(reversed(names), reversed(owners)))  # the first producer wins
+    producer.pop("", None)  # an omitted optional output
+    return producer
+
+
+def topological_order(
+    graph: Graph,
+    producer: Mapping[str, int] | None = None,
+    inputs: Sequence[tuple[str, ...]] | None = None,
+) -> list[int]:
     """Node indices with producers first; ties (and any cycle, as in TensorFlow loops) in
-    file order."""
+    file order. ``producer`` (:func:`producers_of`) and ``inputs`` (per node), when the
+    caller has them."""
     nodes = graph.nodes
-    producer: dict[str, int] = {}
-    for i, node in enumerate(nodes):
-        for out in node.outputs:
-            if out:
-                producer.setdefault(out, i)
-    get = producer.get
-    if all(get(inp, -1) < j for j, inputs in enumerate(n.inputs for n in nodes) for inp in inputs):
+    if producer is None:
+        producer = producers_of([n.outputs for n in nodes])
+    if inputs is None:
+        inputs = [n.inputs for n in nodes]
+    readers = chain.from_iterable(map(repeat, range(len(inputs)), map(len, inputs)))
+    found = map(producer.get, chain.from_iterable(inputs), repeat(-1))
+    if all(map(lt, found, readers)):  # every input made by a node before its reader
         return list(range(len(nodes)))  # the usual case: the file is in order already
     waiting = [0] * len(nodes)
     children: list[list[int]] = [[] for _ in nodes]
@@ -157,32 +174,50 @@ def topological_order(graph: Graph) -> list[int]:
     return order
 
 
-class _Side:
-    """What the passes read of one graph, computed once."""
+def attribute_keys(a: Graph, b: Graph) -> tuple[list[Hashable], list[Hashable]]:
+    """Per node of each graph, its attributes as a value equal exactly when they are: the
+    readers' fingerprints where both graphs have them, of one scheme (no attribute decoded
+    but those of nodes holding tensors), else :func:`attribute_key` of every node."""
+    found_a, found_b = a.attribute_fingerprints(), b.attribute_fingerprints()
+    if found_a is None or found_b is None or found_a[0] != found_b[0]:
+        return [attribute_key(n) for n in a.nodes], [attribute_key(n) for n in b.nodes]
+    return _decode_missing(a, found_a[1]), _decode_missing(b, found_b[1])
 
-    def __init__(self, graph: Graph) -> None:
+
+def _decode_missing(graph: Graph, keys: list[Hashable | None]) -> list[Hashable]:
+    nodes = graph.nodes
+    for i in compress(range(len(keys)), map(is_, keys, repeat(None))):
+        keys[i] = attribute_key(nodes[i])
+    return keys
+
+
+class _Side:
+    """What the passes read of one graph, computed once (the consumers when first asked:
+    a renamed export is matched by the forward pass alone)."""
+
+    def __init__(self, graph: Graph, attrs: list[Hashable]) -> None:
         self.graph = graph
-        self.nodes = graph.nodes
-        self.order = topological_order(graph)
-        self.ops = [n.qualified_op for n in self.nodes]
-        self.attrs = [attribute_key(n) for n in self.nodes]
+        self.nodes = nodes = graph.nodes
+        self.inputs = [n.inputs for n in nodes]
+        self.outputs = [n.outputs for n in nodes]
+        self.producers = producers_of(self.outputs)
+        self.order = topological_order(graph, self.producers, self.inputs)
+        self.ops = [n.qualified_op for n in nodes]
+        self.attrs = attrs
         self.defined: set[str] = set(graph.initializers) | set(graph.sparse_initializers)
         self.defined.update(v.name for v in graph.declared_inputs)
-        self.defined.update(o for node in self.nodes for o in node.outputs if o)
+        self.defined.update(self.producers)
+
+    @cached_property
+    def consumers(self) -> dict[str, list[tuple[int, int]]]:
         consumers: dict[str, list[tuple[int, int]]] = {}
-        for j, node in enumerate(self.nodes):
-            for pos, inp in enumerate(node.inputs):
+        for j, inputs in enumerate(self.inputs):
+            for pos, inp in enumerate(inputs):
                 if inp:
                     consumers.setdefault(inp, []).append((j, pos))
-        for k, out in enumerate(graph.outputs):
+        for k, out in enumerate(self.graph.outputs):
             consumers.setdefault(out.name, []).append((-1, k))  # -1: the graph's output k
-        self.consumers = consumers
-        producers: dict[str, int] = {}
-        for i, node in enumerate(self.nodes):
-            for name in node.outputs:
-                if name:
-                    producers.setdefault(name, i)
-        self.producers = producers
+        return consumers
 
 
 def _first_inputs(a: Graph, b: Graph, values_b2a: MutableMapping[str, str]) -> None:
@@ -208,32 +243,37 @@ def match_nodes(
     values: MutableMapping[str, str] = ChainMap({}, outer_b2a) if outer_b2a else {}
     values.update(tensors_b2a)
     _first_inputs(a, b, values)
-    side_a, side_b = _Side(a), _Side(b)
+    attrs_a, attrs_b = attribute_keys(a, b)
+    side_a, side_b = _Side(a, attrs_a), _Side(b, attrs_b)
     match = GraphMatch(
         a, b, values_b2a=values, attrs_a=side_a.attrs, attrs_b=side_b.attrs,
         ops_a=side_a.ops, ops_b=side_b.ops,
     )  # fmt: skip
     nodes_a, nodes_b = side_a.nodes, side_b.nodes
-    for j, node in enumerate(nodes_b):  # by name, same op type
-        if node.name and node.has_file_name and a.has_node(node.name):
+    names_b = [n.name for n in nodes_b]
+    for j in compress(range(len(nodes_b)), map(a.has_node, names_b)):  # by name, same op
+        node = nodes_b[j]
+        if node.name and node.has_file_name:
             i = a.node(node.name).index
             if i not in match.a2b and side_a.ops[i] == side_b.ops[j]:
                 match.link(i, j)
     _by_stable_name(match, side_a, side_b)
 
-    def key_b(name: str) -> Hashable:
-        if not name:
-            return ""
-        found = values.get(name)
-        if found is not None:
-            return found
-        return ("b", name) if name in side_b.defined else name  # undefined: as is
+    get, defined_b = values.get, side_b.defined
+    columns_a, columns_b = side_a.inputs, side_b.inputs
 
     def inputs_a(i: int) -> tuple[Hashable, ...]:
-        return nodes_a[i].inputs
+        return columns_a[i]
 
     def inputs_b(j: int) -> tuple[Hashable, ...]:
-        return tuple(key_b(n) for n in nodes_b[j].inputs)
+        """b's inputs in a's terms: a's name for a matched value, ("b", name) for one
+        defined in b but unmatched, an undefined name as is."""
+        return tuple([
+            "" if not n  # an omitted optional input
+            else found if (found := get(n)) is not None
+            else ("b", n) if n in defined_b else n
+            for n in columns_b[j]
+        ])  # fmt: skip
 
     def consumers_a(i: int) -> tuple[tuple[tuple[int, int], ...], ...]:
         return tuple(tuple(side_a.consumers.get(o, ())) if o else () for o in nodes_a[i].outputs)

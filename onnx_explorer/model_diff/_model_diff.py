@@ -6,7 +6,7 @@ import html
 import math
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from ..model import Model
@@ -28,17 +28,57 @@ def _safe(value: Any) -> str:
     return _UNSAFE.sub("\ufffd", str(value))
 
 
-@dataclass(frozen=True)
-class TensorPair:
-    """Two matched tensors and how each is turned into real values (None: as stored)."""
+TensorType = tuple[str, tuple[int, ...]]  # dtype name, shape
 
-    a: Tensor
-    b: Tensor
-    dq_a: Dequantizer | None = None
-    dq_b: Dequantizer | None = None
-    compared: str = ""  # TensorChange.compared: how a quantized side is read
-    layout_a: tuple[int, ...] | None = None  # transposed so to line up with the other side
-    layout_b: tuple[int, ...] | None = None
+
+class TensorPair:
+    """Two matched tensors and how each is turned into real values (None: as stored).
+
+    The tensors are looked up by name in their side's mapping when first read (a reader
+    makes them on first lookup): a structure diff of 30,000 initializers compares only
+    their dtypes and shapes (``type_a``, ``type_b``)."""
+
+    __slots__ = (
+        "_side_a", "_side_b", "compared", "dq_a", "dq_b", "layout_a", "layout_b", "name_a",
+        "name_b", "type_a", "type_b",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        side_a: Mapping[str, Tensor],
+        name_a: str,
+        side_b: Mapping[str, Tensor],
+        name_b: str,
+        type_a: TensorType,
+        type_b: TensorType,
+        dq_a: Dequantizer | None = None,
+        dq_b: Dequantizer | None = None,
+        compared: str = "",  # TensorChange.compared: how a quantized side is read
+        layout_a: tuple[int, ...] | None = None,  # transposed to line up with the other side
+        layout_b: tuple[int, ...] | None = None,
+    ) -> None:
+        self._side_a, self._side_b = side_a, side_b
+        self.name_a, self.name_b = name_a, name_b
+        self.type_a, self.type_b = type_a, type_b
+        self.dq_a, self.dq_b = dq_a, dq_b
+        self.compared = compared
+        self.layout_a, self.layout_b = layout_a, layout_b
+
+    @property
+    def a(self) -> Tensor:
+        return self._side_a[self.name_a]
+
+    @property
+    def b(self) -> Tensor:
+        return self._side_b[self.name_b]
+
+    @property
+    def as_stored(self) -> bool:
+        """Both sides compared as stored: no dequantization, no transposition."""
+        return (
+            self.dq_a is None and self.dq_b is None and self.layout_a is None
+            and self.layout_b is None
+        )  # fmt: skip
 
 
 def _number(value: Any) -> Any:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeRef:
-    """One node on one side of a diff."""
+    """One node on one side of a diff (slots: a renamed export makes one per node and side)."""
 
     graph: str  # Graph.path of the graph holding it, on its own side
     name: str  # Node.name ("" is possible: then ``index`` identifies it)

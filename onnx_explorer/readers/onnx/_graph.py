@@ -19,7 +19,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import chain, compress, repeat
-from operator import attrgetter
+from operator import attrgetter, not_
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ from ...model import (
     ValueInfo,
 )
 from ...tensors import Tensor
-from ._values import TensorContext, _s, type_string, value_info
+from ._values import TensorContext, _s, onnx_dtype, type_string, value_info
 
 _ATTR_KINDS = {v: k for k, v in onnx.AttributeProto.AttributeType.items()}
 #: The empty mapping of every node without attributes or metadata (one object, shared).
@@ -372,7 +372,15 @@ class _Columns:
 _FIELDS = frozenset(Node.__slots__) - {"index", "graph"}
 
 
-_BODY_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+_BODY_TYPES = frozenset({onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS})
+#: Attribute types whose serialized bytes are their whole value (no tensor: a tensor's
+#: bytes may be cut out of the file and stand there as a marker).
+_PLAIN_TYPES = frozenset(
+    getattr(onnx.AttributeProto, kind)
+    for kind in ("FLOAT", "INT", "STRING", "GRAPH", "FLOATS", "INTS", "STRINGS", "GRAPHS",
+                 "TYPE_PROTO", "TYPE_PROTOS")
+)  # fmt: skip
+_TYPE = attrgetter("type")
 
 
 def _first_tensor_elements(a: onnx.AttributeProto) -> int | None:
@@ -413,12 +421,9 @@ class _GraphParts:
     def nodes_with_bodies(self) -> list[int]:
         """Nodes with a GRAPH/GRAPHS attribute, read off the parsed file (no decoding)."""
         protos = self._columns.protos()
-        counts = self._columns.attribute_counts()
-        return [
-            i
-            for i in compress(range(len(protos)), counts)
-            if any(a.type in _BODY_TYPES for a in protos[i].attribute)
-        ]
+        rest = list(compress(range(len(protos)), self._columns.attribute_counts()))
+        types = map(map, repeat(_TYPE), map(attrgetter("attribute"), map(protos.__getitem__, rest)))
+        return list(compress(rest, map(not_, map(_BODY_TYPES.isdisjoint, types))))
 
     def constant_element_counts(self, indices: Iterable[int]) -> Iterator[tuple[int, int]]:
         """(node, elements of its first tensor attribute), as ``Node.tensors()[0]`` would say."""
@@ -447,6 +452,23 @@ class _GraphParts:
             digests[i] = digest
         return digests
 
+    def attribute_fingerprints(self) -> tuple[str, list[Hashable | None]]:
+        """See :meth:`~..model.Graph.attribute_fingerprints`: each node's attributes as
+        serialized (C speed, nothing decoded), in file order; None for a node with an
+        attribute that may hold a tensor (its bytes may have been cut out of the file: the
+        same marker in two files stands for different bytes) or of no declared type."""
+        protos = self._columns.protos()
+        counts = self._columns.attribute_counts()
+        found: list[Hashable | None] = [()] * len(protos)
+        rest = list(compress(range(len(protos)), counts))
+        attributes = list(map(attrgetter("attribute"), map(protos.__getitem__, rest)))
+        plain = map(_PLAIN_TYPES.issuperset, map(map, repeat(_TYPE), attributes))
+        serialize = onnx.AttributeProto.SerializeToString
+        serialized = map(tuple, map(map, repeat(serialize), attributes))
+        for i, ok, digest in zip(rest, plain, serialized, strict=True):
+            found[i] = digest if ok else None
+        return "onnx", found
+
     def values(self) -> tuple[tuple[ValueInfo, ...], tuple[ValueInfo, ...], tuple[ValueInfo, ...]]:
         g = self._proto
         declared = tuple(value_info(vi) for vi in g.input)
@@ -460,10 +482,16 @@ class _GraphParts:
         protos = self._proto.initializer
         names = _text_column(list(map(attrgetter("name"), protos)))
         make = self._ctx.tensor
+
+        def types() -> Iterator[tuple[str, tuple[int, ...]]]:
+            dtypes = map(attrgetter("name"), map(onnx_dtype, map(attrgetter("data_type"), protos)))
+            return zip(dtypes, map(tuple, map(attrgetter("dims"), protos)))
+
         return TensorsOnDemand(
             names,
             lambda i: make(protos[i]),
             lambda i: math.prod(protos[i].dims),
+            types,
         )
 
     def sparse_initializers(self) -> Mapping[str, SparseTensor]:
@@ -542,6 +570,9 @@ def materialize(model: Model) -> None:
         if g.nodes:  # reading one node's field fills that field on every node
             for field in sorted(_FIELDS):
                 getattr(g.nodes[0], field)
+        parts = g.__dict__.get("_parts")
+        if isinstance(parts, _GraphParts):  # one node's attributes decode that node's alone
+            parts._columns.fill("attributes")
 
 
 __all__ = ["function", "graph", "materialize", "opset_imports"]
