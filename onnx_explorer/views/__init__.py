@@ -35,7 +35,14 @@ from ._drawing import (
 from ._edge_types import ValueTypes, value_types
 from ._layout import DEFAULT_BUDGET, Cancellation, Drawing, ViewRequest, draw
 from ._paint import PALETTE, Ghost, Overlay, Paint, Scale, status_overlay
-from ._plots import PANEL_FIGSIZE, figure_png, histogram_figure, stats_lines, warm_up
+from ._plots import (
+    PANEL_FIGSIZE,
+    channel_ranges_figure,
+    figure_png,
+    histogram_figure,
+    stats_lines,
+    warm_up,
+)
 from ._quoting import html_escape, one_line
 from ._render import DEFAULT_TIMEOUT, save_result, svg_from_result
 from ._repaint import repaint_svg
@@ -92,6 +99,7 @@ __all__ = [
     "as_text",
     "attribute_text",
     "build_dot",
+    "channel_ranges_figure",
     "checked_values",
     "colour_scale_overlay",
     "dims_text",

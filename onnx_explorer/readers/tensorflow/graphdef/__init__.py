@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ....model import Model
     from ....sources import ByteSource
     from ....sources.remote import RemoteDir
+    from ._proto import DataType, GraphDef
     from ._read import (
         read_graphdef_bytes,
         read_graphdef_file,
@@ -74,11 +75,17 @@ def __getattr__(name: str) -> Any:
         from . import _read
 
         return getattr(_read, name)
+    if name in ("GraphDef", "DataType"):  # TensorFlow's messages, to build a GraphDef by hand
+        from . import _proto
+
+        return getattr(_proto, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "FORMAT",
+    "DataType",
+    "GraphDef",
     "read_graphdef_bytes",
     "read_graphdef_file",
     "read_graphdef_proto",
