@@ -617,6 +617,7 @@ class Graph:
         infer_shapes: bool | None = None,
         control_edges: ControlEdges = "auto",
         overlay: Overlay | None = None,
+        fold_steps: Mapping[str, int] | None = None,
     ) -> str:
         """DOT source of this graph's view: see :func:`onnx_explorer.views.build_dot`."""
         from .views import build_dot
@@ -633,6 +634,7 @@ class Graph:
             infer_shapes=infer_shapes,
             control_edges=control_edges,
             overlay=overlay,
+            fold_steps=fold_steps,
         ).source
 
     def render_svg(
@@ -648,6 +650,7 @@ class Graph:
         infer_shapes: bool | None = None,
         control_edges: ControlEdges = "auto",
         overlay: Overlay | None = None,
+        fold_steps: Mapping[str, int] | None = None,
     ) -> str:
         """SVG of this graph's view, drawn by Graphviz within ``timeout`` seconds (the
         other parameters as :meth:`to_dot`)."""
@@ -665,6 +668,7 @@ class Graph:
             infer_shapes=infer_shapes,
             control_edges=control_edges,
             overlay=overlay,
+            fold_steps=fold_steps,
         )
         return svg_from_result(result, timeout=timeout)
 
@@ -682,6 +686,7 @@ class Graph:
         infer_shapes: bool | None = None,
         control_edges: ControlEdges = "auto",
         overlay: Overlay | None = None,
+        fold_steps: Mapping[str, int] | None = None,
     ) -> Path:
         """Write the view to ``path``: ``.svg``, ``.png`` or ``.dot``, chosen by the suffix
         (the other parameters as :meth:`render_svg`)."""
@@ -699,6 +704,7 @@ class Graph:
             infer_shapes=infer_shapes,
             control_edges=control_edges,
             overlay=overlay,
+            fold_steps=fold_steps,
         )
         return save_result(result, path, timeout)
 
