@@ -110,7 +110,9 @@ window.handlers = {};
 window.model = {
   send: (content) => { window.sent.push(["send", content]); },
   get: (key) => window.state[key],
-  set: (key, value) => { window.state[key] = value; window.sent.push([key, value]); },
+  // view_move stays in the browser (set without save_changes: a compare view links two
+  // panes' moves with jslink, no kernel in between), so it is not recorded as sent.
+  set: (key, value) => { window.state[key] = value; if (key !== "view_move") window.sent.push([key, value]); },
   save_changes: () => {},
   on: (event, cb) => { (window.handlers[event] = window.handlers[event] || []).push(cb); },
   off: () => {},
