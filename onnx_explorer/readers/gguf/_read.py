@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from ...dtypes import DType
 from ...errors import TensorDataError
 from ...external_data import DataFiles
 from ...model import Model
-from ...sources import ByteSource
+from ...sources import ByteSource, InMemory
 from ...tensors import BlockBytes, FileRange, Tensor, TensorLocation, TensorSource
 from .._module_graph import module_graph
 from ._header import Header, TensorInfo, read_header
@@ -55,7 +54,7 @@ def read_gguf_source(
 
 def read_gguf_bytes(data: bytes | bytearray | memoryview, name: str = "<bytes>") -> Model:
     """A GGUF file's whole bytes, already in memory (tensors are views of them)."""
-    return read_gguf_source(_Bytes(data, name))
+    return read_gguf_source(InMemory(data, name))
 
 
 def read_gguf_file(path: Path | str) -> Model:
@@ -86,23 +85,6 @@ def _tensor(info: TensorInfo, source: ByteSource) -> Tensor:
     else:
         data = BlockBytes(source, info.offset, info.length, block_decoder(ggml))
     return Tensor(info.name, element, info.shape, data)
-
-
-class _Bytes(ByteSource):
-    """A GGUF file's bytes in memory, read by range like a file."""
-
-    def __init__(self, data: bytes | bytearray | memoryview, display: str) -> None:
-        self._data = memoryview(data).cast("B")
-        self.display = display
-
-    @property
-    def size(self) -> int:
-        return len(self._data)
-
-    def read_into(self, offset: int, out: Any) -> None:
-        target = memoryview(out).cast("B")
-        self.check_range(offset, len(target))
-        target[:] = self._data[offset : offset + len(target)]
 
 
 class _Unreadable(TensorSource):

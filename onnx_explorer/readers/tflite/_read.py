@@ -16,31 +16,10 @@ from typing import Any
 from ...errors import ModelFormatError
 from ...external_data import DataFiles
 from ...model import Model
-from ...sources import ByteSource
+from ...sources import ByteSource, InMemory
 from ...tensors import LocationKind
 from ._build import model_from_record
 from ._parse import looks_like_tflite, parse
-
-
-class _MemorySource(ByteSource):
-    """The bytes of a whole file held in memory (a model given as bytes)."""
-
-    def __init__(self, data: bytes, display: str = "<bytes>") -> None:
-        self._data = memoryview(data).toreadonly()
-        self.display = display
-
-    @property
-    def size(self) -> int:
-        return len(self._data)
-
-    def read_into(self, offset: int, out: Any) -> None:
-        target = memoryview(out).cast("B")
-        self.check_range(offset, len(target))
-        target[:] = self._data[offset : offset + len(target)]
-
-    def view(self, offset: int, length: int) -> memoryview:
-        self.check_range(offset, length)
-        return self._data[offset : offset + length]
 
 
 def read_tflite_source(
@@ -62,7 +41,7 @@ def read_tflite_source(
     finally:
         if isinstance(data, memoryview):
             data.release()  # the records hold no reference to the map
-    kind: LocationKind = "memory" if isinstance(source, _MemorySource) else "embedded"
+    kind: LocationKind = "memory" if isinstance(source, InMemory) else "embedded"
     return model_from_record(record, source, path=path, files=files, kind=kind, what=what)
 
 
@@ -80,7 +59,7 @@ def read_tflite_file(path: str | os.PathLike[str]) -> Model:
 
 def read_tflite_bytes(data: bytes) -> Model:
     """A TFLite model from the bytes of a whole file; tensors view ``data``."""
-    return read_tflite_source(_MemorySource(bytes(data)))
+    return read_tflite_source(InMemory(bytes(data)))
 
 
 __all__ = ["read_tflite_bytes", "read_tflite_file", "read_tflite_source"]
