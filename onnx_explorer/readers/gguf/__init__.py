@@ -9,14 +9,17 @@ IQ*, TQ*, MXFP4) are dequantized block by block by the optional ``gguf`` package
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ...external_data import DataFiles
-from ...model import Model
-from ...sources import ByteSource
-from ...sources.remote import RemoteDir
 from .._format import Format
 from ._header import looks_like_gguf
-from ._read import read_gguf_bytes, read_gguf_file, read_gguf_source
+
+if TYPE_CHECKING:
+    from ...external_data import DataFiles
+    from ...model import Model
+    from ...sources import ByteSource
+    from ...sources.remote import RemoteDir
+    from ._read import read_gguf_bytes, read_gguf_file, read_gguf_source
 
 #: Suffixes GGUF files are stored under (for the readers' format table).
 SUFFIXES = (".gguf",)
@@ -27,14 +30,20 @@ def _sniff(head: bytes, suffix: str, name: str) -> bool:
 
 
 def _read_path(path: Path, data_dir: Path | None) -> Model:
+    from ._read import read_gguf_file
+
     return read_gguf_file(path)
 
 
 def _read_bytes(data: bytes, data_dir: Path | RemoteDir | None) -> Model:
+    from ._read import read_gguf_bytes
+
     return read_gguf_bytes(data)
 
 
 def _read_source(source: ByteSource, base: Path | RemoteDir, files: DataFiles) -> Model:
+    from ._read import read_gguf_source
+
     return read_gguf_source(source, files=files)
 
 
@@ -47,6 +56,17 @@ FORMAT = Format(
     read_source=_read_source,
     by_range=True,  # a URL is read header first, each tensor by its own range
 )
+
+_READERS = ("read_gguf_bytes", "read_gguf_file", "read_gguf_source")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _READERS:  # the readers are imported when first asked for (see _format)
+        from . import _read
+
+        return getattr(_read, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FORMAT",

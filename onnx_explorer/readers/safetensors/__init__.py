@@ -9,21 +9,23 @@ are read when opening, a tensor's range when it is looked at.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ...external_data import DataFiles
-from ...model import Model
-from ...sources import ByteSource
-from ...sources.remote import RemoteDir
 from .._format import Format
-from ._header import looks_like_safetensors
-from ._read import (
-    INDEX_SUFFIX,
-    is_checkpoint_dir,
-    read_safetensors_bytes,
-    read_safetensors_file,
-    read_safetensors_source,
-    read_safetensors_url_folder,
-)
+from ._header import INDEX_SUFFIX, looks_like_safetensors
+
+if TYPE_CHECKING:
+    from ...external_data import DataFiles
+    from ...model import Model
+    from ...sources import ByteSource
+    from ...sources.remote import RemoteDir
+    from ._read import (
+        is_checkpoint_dir,
+        read_safetensors_bytes,
+        read_safetensors_file,
+        read_safetensors_source,
+        read_safetensors_url_folder,
+    )
 
 SUFFIXES = (".safetensors",)
 
@@ -33,15 +35,33 @@ def _sniff(head: bytes, suffix: str, name: str) -> bool:
 
 
 def _read_path(path: Path, data_dir: Path | None) -> Model:
+    from ._read import read_safetensors_file
+
     return read_safetensors_file(path)
 
 
 def _read_bytes(data: bytes, data_dir: Path | RemoteDir | None) -> Model:
+    from ._read import read_safetensors_bytes
+
     return read_safetensors_bytes(data, base=data_dir)  # an index's shards are in data_dir
 
 
 def _read_source(source: ByteSource, base: Path | RemoteDir, files: DataFiles) -> Model:
+    from ._read import read_safetensors_source
+
     return read_safetensors_source(source, files=files, base=base)
+
+
+def _read_folder(folder: RemoteDir, files: DataFiles) -> Model | None:
+    from ._read import read_safetensors_url_folder
+
+    return read_safetensors_url_folder(folder, files)
+
+
+def _is_model_dir(path: Path) -> bool:
+    from ._read import is_checkpoint_dir
+
+    return is_checkpoint_dir(path)
 
 
 FORMAT = Format(
@@ -52,10 +72,27 @@ FORMAT = Format(
     read_bytes=_read_bytes,
     read_source=_read_source,
     by_range=True,
-    read_folder=read_safetensors_url_folder,
-    is_model_dir=is_checkpoint_dir,
-    read_dir=read_safetensors_file,
+    read_folder=_read_folder,
+    is_model_dir=_is_model_dir,
+    read_dir=lambda path: _read_path(path, None),
 )
+
+_READERS = (
+    "is_checkpoint_dir",
+    "read_safetensors_bytes",
+    "read_safetensors_file",
+    "read_safetensors_source",
+    "read_safetensors_url_folder",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _READERS:  # the readers are imported when first asked for (see _format)
+        from . import _read
+
+        return getattr(_read, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FORMAT",

@@ -24,6 +24,8 @@ from ...sources import ByteSource
 #: A header longer than this is refused before it is fetched (the format's own reader
 #: refuses 100,000,000 bytes too); a real 100k-tensor header is ~10 MB.
 MAX_HEADER_BYTES = 100_000_000
+#: How a sharded checkpoint's index file is named (``model.safetensors.index.json``).
+INDEX_SUFFIX = ".safetensors.index.json"
 #: Most dims a tensor may declare.
 MAX_RANK = 64
 #: Bytes asked for first: the length and, for most files, the whole header in one read

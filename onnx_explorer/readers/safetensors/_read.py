@@ -31,13 +31,12 @@ from ...sources.remote import RemoteDir
 from ...tensors import FileRange, Tensor
 from .._module_graph import module_graph
 from ._folder import Folder, LocalFolder, RemoteFolder, folder_at
-from ._header import Header, looks_like_safetensors, read_header
+from ._header import INDEX_SUFFIX, Header, looks_like_safetensors, read_header
 
 #: Index and adapter config files larger than this are refused (real ones are < 5 MB).
 MAX_JSON_BYTES = 64 << 20
 #: Metadata values kept whole up to this length; longer ones are cut (shown, not parsed).
 MAX_METADATA_VALUE = 4096
-INDEX_SUFFIX = ".safetensors.index.json"
 INDEX_NAME = "model.safetensors.index.json"
 WEIGHTS_NAME = "model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
