@@ -9,8 +9,8 @@ with the same definitions, from native-dtype reductions:
 - min and max in the tensor's dtype (a NaN or Inf there sends the tensor to
   ``summarize``, which counts them, so the fast path only ever sees finite values);
 - sum and sum of squares over chunks of ``CHUNK`` values, the chunks added in float64:
-  float32 and float16 values summed in float32 (einsum's SIMD accumulators), integers
-  in float64: about 1e-6 relative on the mean and the variance. When the variance is
+  float32 and float16 values summed in float32 (BLAS dots' SIMD accumulators), integers
+  in float64: about 1e-7 relative on the mean and the variance. When the variance is
   small beside the mean (a cancellation that float32 cannot carry), or a float32 square
   could overflow or lose its precision below the normal range, the second moment is
   computed centred, in float64;
@@ -18,7 +18,8 @@ with the same definitions, from native-dtype reductions:
 - percentiles from a sample of about ``SAMPLE_SIZE`` values (all the values below it,
   and then exact) at positions of a golden-ratio sequence: spread evenly over the tensor
   without a fixed stride, so the sample cannot alias with the channel and spatial sizes
-  real layouts are made of. ``exact_percentiles`` says which.
+  real layouts are made of; the ranks they fall between placed by ``np.partition``.
+  ``exact_percentiles`` says which.
 
 Nothing is widened whole: an int8 or float16 activation is converted a chunk at a time,
 so the extra memory stays a few hundred kilobytes whatever the tensor's size.
@@ -33,7 +34,7 @@ import numpy as np
 
 from ..stats import Histogram, TensorStats
 
-#: Values sorted for a tensor's percentiles; the median of a 1,024-value sample is within
+#: Values sampled for a tensor's percentiles; the median of a 1,024-value sample is within
 #: about ±1.6 percentage points of rank, p1 and p99 within about ±0.3.
 SAMPLE_SIZE = 1 << 10
 #: Values widened and summed at once (their partial sums are added in float64).
@@ -110,18 +111,28 @@ def activation_stats(value: np.ndarray) -> TensorStats | None:
 def _sums(flat: np.ndarray, wide: np.dtype) -> tuple[float, float]:
     """Sum and sum of squares; in ``wide`` within a chunk, float64 across.
 
-    einsum's SIMD accumulators (errors ~3e-7 of the sum of magnitudes on 64k random
-    float32 values) run 2.7× faster than ``ndarray.sum``'s pairwise sum; not np.dot: BLAS
-    threads on small vectors stall when the cores are busy."""
+    Two BLAS dots a chunk (``x·1`` and ``x·x``): their SIMD accumulators keep the error
+    of a 64k float32 chunk near 1e-8 of the sum of magnitudes (einsum's, 2–3× slower,
+    ~3e-7), and they run on the calling thread: OpenBLAS's level-1 dots do not start
+    threads (CPU = wall time up to 8M values, and unchanged beside two busy cores)."""
+    ones = _ones(wide)
     if flat.size <= CHUNK:  # most activations: no loop
         part = flat.astype(wide, copy=False)
-        return float(np.einsum("i->", part)), float(np.einsum("i,i->", part, part))
+        return float(np.vdot(part, ones[: part.size])), float(np.vdot(part, part))
     total = squares = 0.0
     for start in range(0, flat.size, CHUNK):
         part = flat[start : start + CHUNK].astype(wide, copy=False)
-        total += float(np.einsum("i->", part))
-        squares += float(np.einsum("i,i->", part, part))
+        total += float(np.vdot(part, ones[: part.size]))
+        squares += float(np.vdot(part, part))
     return total, squares
+
+
+@functools.lru_cache(maxsize=2)
+def _ones(wide: np.dtype) -> np.ndarray:
+    """``CHUNK`` ones of ``wide`` (float32 or float64), read-only: the other side of a sum."""
+    ones = np.ones(CHUNK, wide)
+    ones.flags.writeable = False
+    return ones
 
 
 def _centred(flat: np.ndarray) -> tuple[float, float]:
@@ -147,21 +158,33 @@ def _zeros(flat: np.ndarray) -> int:
 
 
 def _percentiles(flat: np.ndarray) -> tuple[float, float, float, bool]:
-    """p1, p50, p99 (numpy's linear interpolation) of the values or of a sample."""
+    """p1, p50, p99 (numpy's linear interpolation) of the values or of a sample: the
+    few ranks they fall between put in place by one partition (not a whole sort)."""
     n = flat.size
     exact = n <= SAMPLE_SIZE
-    sample = np.sort(flat if exact else flat[_sample_positions(n)])
-    last = sample.size - 1
+    sample = flat if exact else flat[_sample_positions(n)]
+    ranks, lerps = _ranks(sample.size)
+    placed = np.partition(sample, ranks)
     found = []
-    for p in _PERCENTILES:
-        position = p / 100.0 * last
-        below = int(position)
-        above = min(below + 1, last)
-        a, b = float(sample[below]), float(sample[above])
-        t = position - below
+    for below, above, t in lerps:
+        a, b = float(placed[below]), float(placed[above])
         # numpy's _lerp: from the nearer end, so equal neighbours give that value exactly
         found.append(b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t)
     return found[0], found[1], found[2], exact
+
+
+@functools.lru_cache(maxsize=256)
+def _ranks(size: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, float], ...]]:
+    """The ranks ``_PERCENTILES`` fall between in ``size`` sorted values, and per
+    percentile (rank below, rank above, fraction of the way): numpy's 'linear' method."""
+    last = size - 1
+    lerps = []
+    for p in _PERCENTILES:
+        position = p / 100.0 * last
+        below = int(position)
+        lerps.append((below, min(below + 1, last), position - below))
+    ranks = tuple(sorted({r for below, above, _ in lerps for r in (below, above)}))
+    return ranks, tuple(lerps)
 
 
 @functools.lru_cache(maxsize=256)  # a run has few distinct sizes (8 KB each)

@@ -76,6 +76,30 @@ def test_matches_summarize(values):
         assert (got.p1, got.p50, got.p99) == pytest.approx((want.p1, want.p50, want.p99))
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 101, SAMPLE_SIZE - 1, SAMPLE_SIZE, 8192, 65_537])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_percentiles_are_numpys_of_the_values_or_of_the_sample(n, dtype):
+    """The ranks placed by a partition give numpy's linear interpolation exactly: of
+    every value up to SAMPLE_SIZE, else of the values at the sample's positions."""
+    values = (RNG.standard_normal(n) * 50).astype(dtype)
+    got = activation_stats(values)
+    sample = values if n <= SAMPLE_SIZE else values[_sample_positions(n)]
+    want = np.percentile(sample.astype(np.float64), [1, 50, 99])
+    assert got.exact_percentiles == (n <= SAMPLE_SIZE)
+    assert (got.p1, got.p50, got.p99) == pytest.approx(tuple(want), rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [8192, 65_536, 65_537, 300_000])
+def test_float32_sums_are_near_float64(n):
+    """Sum and sum of squares by BLAS dots a chunk at a time: mean and std within 1e-6
+    of float64's on the whole tensor (the mean relative to the values' spread)."""
+    values = (RNG.standard_normal(n) * 3 + 0.5).astype(np.float32)
+    got = activation_stats(values)
+    exact = values.astype(np.float64)
+    assert got.mean == pytest.approx(exact.mean(), abs=1e-6 * exact.std())
+    assert got.std == pytest.approx(exact.std(), rel=1e-6)
+
+
 def test_cancellation_is_computed_centred():
     """std of 1000 + N(0, 1e-3) in float32: E[x²] − mean² in float32 would be noise."""
     values = np.float32(1000) + (RNG.standard_normal(50_000) * 1e-3).astype(np.float32)
