@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
+from itertools import chain, compress, repeat
+from operator import and_, eq, ne, not_
 from typing import Any
 
 from .._gc_pause import paused_gc
@@ -13,7 +15,7 @@ from ..stats import Dequantizer
 from ..tensors import Tensor
 from ..weights._quant import ConstantLookup, find_dequantization
 from ._matching import GraphMatch, match_nodes, read_in_place, stable_name
-from ._model_diff import ModelDiff, TensorPair, TensorType
+from ._model_diff import ModelDiff, NodeLists, TensorPair, TensorType
 from ._nodes import node_changes
 from ._quantized import REAL, quantized_pairs
 from ._results import NodeChange, NodeRef, RemovedNode, TensorChange
@@ -58,16 +60,14 @@ def compare_models(
         model_changes=walk.model_changes,
         nodes_added=walk.added,
         nodes_removed=walk.removed,
-        nodes_renamed=walk.renamed,
         nodes_changed=walk.changed,
         tensors_added=walk.tensors_added,
         tensors_removed=walk.tensors_removed,
         tensors_renamed=walk.tensors_renamed,
         tensors_changed=changes,
         tensor_pairs={(p.name_a, p.name_b): p for p in pairs},
-        status=walk.status,
         removed_where=walk.removed_where,
-        nodes_matched=walk.matched,
+        settle=walk.settled,
         atol=atol,
         rtol=rtol,
     )
@@ -204,14 +204,12 @@ class _Walk:
     model_changes: list[tuple[str, Any, Any]] = field(default_factory=list)
     added: list[NodeRef] = field(default_factory=list)
     removed: list[NodeRef] = field(default_factory=list)
-    renamed: list[tuple[NodeRef, NodeRef]] = field(default_factory=list)
-    matched: list[tuple[NodeRef, NodeRef]] = field(default_factory=list)
     changed: list[NodeChange] = field(default_factory=list)
     tensors_added: list[str] = field(default_factory=list)
     tensors_removed: list[str] = field(default_factory=list)
     tensors_renamed: list[tuple[str, str]] = field(default_factory=list)
     tensor_pairs: list[TensorPair] = field(default_factory=list)
-    status: dict[str, dict[str, str]] = field(default_factory=dict)
+    settled: _Settled = field(default_factory=lambda: _Settled())
     removed_where: dict[str, list[RemovedNode]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -389,48 +387,108 @@ class _Walk:
         ))  # fmt: skip
 
     def _record_nodes(self, match: GraphMatch) -> None:
+        """Added, removed and changed nodes now; which matched pairs were renamed, every
+        matched pair and each node's status when first read (:class:`_Settled`): making
+        two NodeRefs and a status per pair was a third of a renamed export's diff."""
         ga, gb = match.a, match.b
-        status = self.status.setdefault(gb.path, {})
         nodes_a, nodes_b = ga.nodes, gb.nodes
-        attrs_a, attrs_b, ops_a, ops_b = match.attrs_a, match.attrs_b, match.ops_a, match.ops_b
-        b2a, values = match.b2a, match.values_b2a
-        for j, node in enumerate(nodes_b):
-            i = b2a.get(j)
-            if i is None:
-                self.added.append(_ref(gb, j))
-                status[node.name] = "added"
-                continue
-            node_a = nodes_a[i]
-            # One pair of refs per matched pair, in every list it is in (each is frozen).
-            pair = (_ref(ga, i, ops_a[i]), _ref(gb, j, ops_b[j]))
-            self.matched.append(pair)
-            if (
-                attrs_a[i] == attrs_b[j]
-                and ops_a[i] == ops_b[j]
-                and len(node_a.outputs) == len(node.outputs)
-                and node_a.inputs == tuple([values.get(n, n) for n in node.inputs])
-            ):
-                lines = []  # the usual case, decided without building change lines
-            else:
-                lines = node_changes(node_a, node, values)
+        b2a = match.b2a
+        added = [j for j in range(len(nodes_b)) if j not in b2a]
+        self.added.extend(_ref(gb, j) for j in added)
+        js = sorted(b2a)
+        changed: dict[int, tuple[NodeRef, NodeRef]] = {}
+        for j in compress(js, map(not_, _unchanged(match, js))):
+            i = b2a[j]
+            lines = node_changes(nodes_a[i], nodes_b[j], match.values_b2a)
             if lines:
+                # One pair of refs per matched pair, in every list it is in (each is frozen).
+                pair = changed[j] = (_ref(ga, i, match.ops_a[i]), _ref(gb, j, match.ops_b[j]))
                 self.changed.append(NodeChange(pair[0], pair[1], tuple(lines), len(lines)))
-                status[node.name] = "changed"
-            elif _renamed(node_a, node):
-                self.renamed.append(pair)
-                status[node.name] = "renamed"
-            else:
-                status[node.name] = "unchanged"
-        values_a2b = match.values_a2b()
+        self.settled.add(match, js, changed)
+        a2b = match.a2b
+        removed = [i for i in range(len(nodes_a)) if i not in a2b]
         where = self.removed_where.setdefault(gb.path, [])
-        for i, node in enumerate(ga.nodes):
-            if i in match.a2b:
-                continue
+        if not removed:
+            return
+        values_a2b = match.values_a2b()
+        for i in removed:
+            node = nodes_a[i]
             ref = _ref(ga, i)
             self.removed.append(ref)
             outputs = tuple(_replacement(match, out) for out in node.outputs)
             inputs = tuple(values_a2b.get(name, name) for name in node.inputs)
             where.append(RemovedNode(ref, inputs, outputs))
+
+
+def _unchanged(match: GraphMatch, js: list[int]) -> list[bool]:
+    """For each matched pair (b's nodes ``js``), whether it is unchanged as far as can be
+    told without building change lines: same op, attributes, output count and inputs (b's
+    mapped to a's names). False sends a pair to :func:`node_changes`, which decides."""
+    b2a, get = match.b2a, match.values_b2a.get
+    ia = list(map(b2a.__getitem__, js))
+    same = list(map(eq, map(match.attrs_a.__getitem__, ia), map(match.attrs_b.__getitem__, js)))
+    for found in (
+        map(eq, map(match.ops_a.__getitem__, ia), map(match.ops_b.__getitem__, js)),
+        map(eq, map(len, map(match.outputs_a.__getitem__, ia)),
+            map(len, map(match.outputs_b.__getitem__, js))),
+    ):  # fmt: skip
+        same = list(map(and_, same, found))
+    inputs_a = list(map(match.inputs_a.__getitem__, ia))
+    inputs_b = list(map(match.inputs_b.__getitem__, js))
+    lengths = list(map(len, inputs_b))
+    if list(map(len, inputs_a)) == lengths:  # compared as two flat lists, at C speed
+        flat_b = list(chain.from_iterable(inputs_b))
+        mapped = list(map(get, flat_b, flat_b))
+        flat_a = list(chain.from_iterable(inputs_a))
+        if mapped != flat_a:
+            owners = list(chain.from_iterable(map(repeat, range(len(js)), lengths)))
+            for k in compress(range(len(mapped)), map(ne, mapped, flat_a)):
+                same[owners[k]] = False
+        return same
+    for k, (names_a, names_b) in enumerate(zip(inputs_a, inputs_b)):
+        if names_a != tuple([get(n, n) for n in names_b]):
+            same[k] = False
+    return same
+
+
+class _Settled:
+    """The matched pairs of every graph pair, made into NodeRefs, rename lists and node
+    statuses when first read (a renamed export has one pair per node)."""
+
+    def __init__(self) -> None:
+        self._graphs: list[tuple[GraphMatch, list[int], dict[int, tuple[NodeRef, NodeRef]]]] = []
+
+    def add(
+        self, match: GraphMatch, js: list[int], changed: dict[int, tuple[NodeRef, NodeRef]]
+    ) -> None:
+        """``js``: b's matched nodes in order; ``changed``: the refs of those changed."""
+        self._graphs.append((match, js, changed))
+
+    def __call__(self) -> NodeLists:
+        renamed: list[tuple[NodeRef, NodeRef]] = []
+        matched: list[tuple[NodeRef, NodeRef]] = []
+        status: dict[str, dict[str, str]] = {}
+        for match, js, changed in self._graphs:
+            ga, gb = match.a, match.b
+            nodes_a, nodes_b = ga.nodes, gb.nodes
+            b2a, ops_a, ops_b = match.b2a, match.ops_a, match.ops_b
+            found = ["added"] * len(nodes_b)
+            for j in js:
+                i = b2a[j]
+                pair = changed.get(j)
+                if pair is not None:
+                    found[j] = "changed"
+                else:
+                    pair = (_ref(ga, i, ops_a[i]), _ref(gb, j, ops_b[j]))
+                    if _renamed(nodes_a[i], nodes_b[j]):
+                        renamed.append(pair)
+                        found[j] = "renamed"
+                    else:
+                        found[j] = "unchanged"
+                matched.append(pair)
+            status.setdefault(gb.path, {}).update(zip((n.name for n in nodes_b), found))
+        self._graphs = []
+        return renamed, matched, status
 
 
 def _type(side: Mapping[str, Tensor], name: str) -> TensorType:

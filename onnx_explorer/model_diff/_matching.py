@@ -24,7 +24,7 @@ only by their consumers). Passes repeat while they match anything.
 from __future__ import annotations
 
 import heapq
-from collections import ChainMap, deque
+from collections import ChainMap, Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -58,6 +58,10 @@ class GraphMatch:
     attrs_b: list[Hashable] = field(default_factory=list)
     ops_a: list[str] = field(default_factory=list)  # qualified op per node
     ops_b: list[str] = field(default_factory=list)
+    inputs_a: list[tuple[str, ...]] = field(default_factory=list)  # Node.inputs per node
+    inputs_b: list[tuple[str, ...]] = field(default_factory=list)
+    outputs_a: list[tuple[str, ...]] = field(default_factory=list)  # Node.outputs per node
+    outputs_b: list[tuple[str, ...]] = field(default_factory=list)
 
     def link(self, i: int, j: int) -> None:
         self.a2b[i] = j
@@ -247,7 +251,8 @@ def match_nodes(
     side_a, side_b = _Side(a, attrs_a), _Side(b, attrs_b)
     match = GraphMatch(
         a, b, values_b2a=values, attrs_a=side_a.attrs, attrs_b=side_b.attrs,
-        ops_a=side_a.ops, ops_b=side_b.ops,
+        ops_a=side_a.ops, ops_b=side_b.ops, inputs_a=side_a.inputs, inputs_b=side_b.inputs,
+        outputs_a=side_a.outputs, outputs_b=side_b.outputs,
     )  # fmt: skip
     nodes_a, nodes_b = side_a.nodes, side_b.nodes
     names_b = [n.name for n in nodes_b]
@@ -258,6 +263,8 @@ def match_nodes(
             if i not in match.a2b and side_a.ops[i] == side_b.ops[j]:
                 match.link(i, j)
     _by_stable_name(match, side_a, side_b)
+    if _in_step(match, side_a, side_b):
+        return match  # what the passes would find, found in bulk
 
     get, defined_b = values.get, side_b.defined
     columns_a, columns_b = side_a.inputs, side_b.inputs
@@ -359,6 +366,98 @@ def _by_stable_name(match: GraphMatch, side_a: _Side, side_b: _Side) -> None:
             and side_a.ops[found_a] == side_b.ops[found_b]
         ):
             match.link(found_a, found_b)
+
+
+def _in_step(match: GraphMatch, side_a: _Side, side_b: _Side) -> bool:
+    """Link node i of a with node i of b for every i not matched by name, when that is
+    provably what the first forward pass would do (then the matching is complete and no
+    other pass runs); else change nothing and say False.
+
+    It is, by induction over b's nodes in file order, when: both files are in topological
+    order and of one length, with the same op per position; the name steps linked only
+    node i to node i; every value of b has one producer; each node's inputs, mapped as the
+    links would map them, are a's inputs at that position; where the attributes differ,
+    the node has inputs (the pass's second level, (op, inputs), then finds it first: the
+    nodes before it with that key are all linked by then) and no node of a not yet linked
+    has b's (op, attributes, inputs) (the first level would take it); and a node without
+    inputs has a signature no other unlinked node of a has (the pass pairs those only
+    when unambiguous). A renamed export of one model is this case: a bulk check and
+    bulk links instead of a signature per node, a pool and a link at a time."""
+    nodes_a, nodes_b = side_a.nodes, side_b.nodes
+    count = len(nodes_a)
+    a2b = match.a2b
+    if (
+        count != len(nodes_b)
+        or side_a.ops != side_b.ops
+        or any(i != j for i, j in a2b.items())  # a name step linked i to another node
+        or side_a.order != list(range(count))
+        or side_b.order != list(range(count))
+    ):
+        return False
+    inputs_a, inputs_b = side_a.inputs, side_b.inputs
+    outputs_a, outputs_b = side_a.outputs, side_b.outputs
+    flat_out_b = list(chain.from_iterable(outputs_b))
+    producers_b = side_b.producers
+    if len(producers_b) != len(flat_out_b) - flat_out_b.count(""):
+        return False  # a value produced twice: a later link would remap it
+    lengths = list(map(len, inputs_b))
+    if list(map(len, inputs_a)) != lengths:
+        return False
+    flat_b = list(chain.from_iterable(inputs_b))
+    readers = chain.from_iterable(map(repeat, range(count), lengths))
+    if not all(map(lt, map(producers_b.get, flat_b, repeat(-1)), readers)):
+        return False  # a value read before (or by) its producer: not mapped yet when read
+    # b's values in a's terms once every node is linked (each link maps the outputs of its
+    # pair; a value's one producer comes before its readers, so its readers see this).
+    linked: dict[str, str] = {}
+    for outs_a, outs_b in zip(outputs_a, outputs_b):
+        for out_a, out_b in zip(outs_a, outs_b):
+            if out_a and out_b:
+                linked[out_b] = out_a
+    mapped: list[Hashable] = list(map(linked.get, flat_b))
+    get, defined_b = match.values_b2a.get, side_b.defined
+    for k in compress(range(len(mapped)), map(is_, mapped, repeat(None))):
+        name = flat_b[k]  # as the passes' inputs_b maps a name not produced in b
+        mapped[k] = (
+            "" if not name
+            else found if (found := get(name)) is not None
+            else ("b", name) if name in defined_b else name
+        )  # fmt: skip
+    if mapped != list(chain.from_iterable(inputs_a)):
+        return False
+    rest = [i for i in range(count) if i not in a2b] if a2b else range(count)
+    attrs_a, attrs_b, ops = side_a.attrs, side_b.attrs, side_a.ops
+    changed = [i for i in rest if attrs_a[i] != attrs_b[i]]
+    if changed:
+        if not all(inputs_b[i] for i in changed):
+            return False  # no second level for a node without inputs
+        same_inputs: dict[tuple[str, ...], list[int]] | None = None
+        repeated = Counter(inputs_a[i] for i in rest)
+        for i in changed:
+            if repeated[inputs_a[i]] == 1:
+                continue  # no other node reads these inputs in this order
+            if same_inputs is None:
+                same_inputs = {}
+                for k in rest:
+                    same_inputs.setdefault(inputs_a[k], []).append(k)
+            if any(ops[k] == ops[i] and attrs_a[k] == attrs_b[i] for k in same_inputs[inputs_a[i]]):
+                return False
+    sources = [i for i in rest if not inputs_a[i]]
+    if sources:
+        signatures = Counter((ops[i], attrs_a[i]) for i in sources)
+        if any(signatures[ops[i], attrs_a[i]] > 1 for i in sources if attrs_a[i] == attrs_b[i]):
+            return False
+    b2a, values = match.b2a, match.values_b2a
+    for i in rest:
+        a2b[i] = b2a[i] = i
+    if rest is not range(count):
+        for i in rest:
+            for out_a, out_b in zip(outputs_a[i], outputs_b[i]):
+                if out_a and out_b:
+                    values[out_b] = out_a
+    else:
+        values.update(linked)
+    return True
 
 
 #: Unmatched nodes looked through on one side when extending from a matched pair.

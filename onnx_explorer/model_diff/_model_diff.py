@@ -6,7 +6,8 @@ import html
 import math
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..model import Model
@@ -29,6 +30,10 @@ def _safe(value: Any) -> str:
 
 
 TensorType = tuple[str, tuple[int, ...]]  # dtype name, shape
+#: nodes_renamed, nodes_matched and the node statuses per graph path, made together.
+NodeLists = tuple[
+    list[tuple[NodeRef, NodeRef]], list[tuple[NodeRef, NodeRef]], dict[str, dict[str, str]]
+]
 
 
 class TensorPair:
@@ -99,16 +104,14 @@ class ModelDiff:
         model_changes: list[tuple[str, Any, Any]],
         nodes_added: list[NodeRef],
         nodes_removed: list[NodeRef],
-        nodes_renamed: list[tuple[NodeRef, NodeRef]],
         nodes_changed: list[NodeChange],
         tensors_added: list[str],
         tensors_removed: list[str],
         tensors_renamed: list[tuple[str, str]],
         tensors_changed: list[TensorChange],
         tensor_pairs: dict[tuple[str, str], TensorPair],
-        status: dict[str, dict[str, str]],
         removed_where: dict[str, list[RemovedNode]],
-        nodes_matched: list[tuple[NodeRef, NodeRef]] | None = None,
+        settle: Callable[[], NodeLists],
         atol: float = 0.0,
         rtol: float = 0.0,
     ) -> None:
@@ -116,19 +119,41 @@ class ModelDiff:
         self.model_changes = model_changes
         self.nodes_added = nodes_added
         self.nodes_removed = nodes_removed
-        self.nodes_renamed = nodes_renamed
         self.nodes_changed = nodes_changed
-        # Every (a, b) node pair the match found, in every graph: renamed, changed or not.
-        self.nodes_matched = nodes_matched or []
+        # Renamed and matched pairs and the statuses are made when one of them is first
+        # read (a renamed export has a pair per node: most callers ask for none of them).
+        self._settle: Callable[[], NodeLists] | None = settle
+        self._settled: NodeLists | None = None
+        self._settling = threading.Lock()
         self.tensors_added = tensors_added
         self.tensors_removed = tensors_removed
         self.tensors_renamed = tensors_renamed
         self.tensors_changed = tensors_changed
         self.atol, self.rtol = atol, rtol
         self._pairs = tensor_pairs
-        self._status = status
         self._removed_where = removed_where
         self._changes = {(c.b.graph, c.b.name): c for c in nodes_changed}
+
+    def _lists(self) -> NodeLists:
+        found = self._settled
+        if found is None:
+            with self._settling:
+                found = self._settled
+                if found is None:
+                    assert self._settle is not None
+                    found = self._settled = self._settle()
+                    self._settle = None
+        return found
+
+    @property
+    def nodes_renamed(self) -> list[tuple[NodeRef, NodeRef]]:
+        """(a, b) for each matched pair whose name changed, nothing else about it."""
+        return self._lists()[0]
+
+    @property
+    def nodes_matched(self) -> list[tuple[NodeRef, NodeRef]]:
+        """Every (a, b) node pair the match found, in every graph: renamed, changed or not."""
+        return self._lists()[1]
 
     @property
     def equal(self) -> bool:
@@ -141,7 +166,7 @@ class ModelDiff:
     # -- questions a view asks ----------------------------------------------------------
     def node_status(self, graph_path: str = "/") -> dict[str, str]:
         """b's node names in that graph → "added" | "changed" | "renamed" | "unchanged"."""
-        return dict(self._status.get(graph_path, {}))
+        return dict(self._lists()[2].get(graph_path, {}))
 
     def removed_in(self, graph_path: str = "/") -> list[RemovedNode]:
         """a's nodes removed from the graph b calls ``graph_path``, with their wiring."""
