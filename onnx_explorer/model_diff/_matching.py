@@ -29,7 +29,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMappin
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, compress, repeat
-from operator import is_, lt
+from operator import attrgetter, is_, lt, ne, not_
 from typing import Any
 
 from ..errors import ExplorerError
@@ -137,6 +137,13 @@ def producers_of(outputs: Sequence[tuple[str, ...]]) -> dict[str, int]:
     return producer
 
 
+def in_file_order(producer: Mapping[str, int], inputs: Sequence[tuple[str, ...]]) -> bool:
+    """Whether every input a node of the graph makes is made by a node before its reader."""
+    readers = chain.from_iterable(map(repeat, range(len(inputs)), map(len, inputs)))
+    found = map(producer.get, chain.from_iterable(inputs), repeat(-1))
+    return all(map(lt, found, readers))
+
+
 def topological_order(
     graph: Graph,
     producer: Mapping[str, int] | None = None,
@@ -150,9 +157,7 @@ def topological_order(
         producer = producers_of([n.outputs for n in nodes])
     if inputs is None:
         inputs = [n.inputs for n in nodes]
-    readers = chain.from_iterable(map(repeat, range(len(inputs)), map(len, inputs)))
-    found = map(producer.get, chain.from_iterable(inputs), repeat(-1))
-    if all(map(lt, found, readers)):  # every input made by a node before its reader
+    if in_file_order(producer, inputs):
         return list(range(len(nodes)))  # the usual case: the file is in order already
     waiting = [0] * len(nodes)
     children: list[list[int]] = [[] for _ in nodes]
@@ -195,6 +200,16 @@ def _decode_missing(graph: Graph, keys: list[Hashable | None]) -> list[Hashable]
     return keys
 
 
+_DEFAULT_DOMAINS = frozenset({"", "ai.onnx"})
+
+
+def _qualified_ops(nodes: Sequence[Node]) -> list[str]:
+    """Each node's ``qualified_op``: its op type alone when every domain is the default."""
+    if _DEFAULT_DOMAINS.issuperset(map(attrgetter("domain"), nodes)):
+        return list(map(attrgetter("op_type"), nodes))
+    return [n.qualified_op for n in nodes]
+
+
 class _Side:
     """What the passes read of one graph, computed once (the consumers when first asked:
     a renamed export is matched by the forward pass alone)."""
@@ -205,8 +220,13 @@ class _Side:
         self.inputs = [n.inputs for n in nodes]
         self.outputs = [n.outputs for n in nodes]
         self.producers = producers_of(self.outputs)
-        self.order = topological_order(graph, self.producers, self.inputs)
-        self.ops = [n.qualified_op for n in nodes]
+        self.in_order = in_file_order(self.producers, self.inputs)
+        self.order = (
+            list(range(len(nodes)))
+            if self.in_order
+            else topological_order(graph, self.producers, self.inputs)
+        )
+        self.ops = _qualified_ops(nodes)
         self.attrs = attrs
         self.defined: set[str] = set(graph.initializers) | set(graph.sparse_initializers)
         self.defined.update(v.name for v in graph.declared_inputs)
@@ -390,8 +410,7 @@ def _in_step(match: GraphMatch, side_a: _Side, side_b: _Side) -> bool:
         count != len(nodes_b)
         or side_a.ops != side_b.ops
         or any(i != j for i, j in a2b.items())  # a name step linked i to another node
-        or side_a.order != list(range(count))
-        or side_b.order != list(range(count))
+        or not (side_a.in_order and side_b.in_order)  # (a value's producer before its readers)
     ):
         return False
     inputs_a, inputs_b = side_a.inputs, side_b.inputs
@@ -400,20 +419,12 @@ def _in_step(match: GraphMatch, side_a: _Side, side_b: _Side) -> bool:
     producers_b = side_b.producers
     if len(producers_b) != len(flat_out_b) - flat_out_b.count(""):
         return False  # a value produced twice: a later link would remap it
-    lengths = list(map(len, inputs_b))
-    if list(map(len, inputs_a)) != lengths:
+    if list(map(len, inputs_a)) != list(map(len, inputs_b)):
         return False
     flat_b = list(chain.from_iterable(inputs_b))
-    readers = chain.from_iterable(map(repeat, range(count), lengths))
-    if not all(map(lt, map(producers_b.get, flat_b, repeat(-1)), readers)):
-        return False  # a value read before (or by) its producer: not mapped yet when read
     # b's values in a's terms once every node is linked (each link maps the outputs of its
     # pair; a value's one producer comes before its readers, so its readers see this).
-    linked: dict[str, str] = {}
-    for outs_a, outs_b in zip(outputs_a, outputs_b):
-        for out_a, out_b in zip(outs_a, outs_b):
-            if out_a and out_b:
-                linked[out_b] = out_a
+    linked = _links_of(outputs_a, outputs_b, flat_out_b)
     mapped: list[Hashable] = list(map(linked.get, flat_b))
     get, defined_b = match.values_b2a.get, side_b.defined
     for k in compress(range(len(mapped)), map(is_, mapped, repeat(None))):
@@ -427,7 +438,7 @@ def _in_step(match: GraphMatch, side_a: _Side, side_b: _Side) -> bool:
         return False
     rest = [i for i in range(count) if i not in a2b] if a2b else range(count)
     attrs_a, attrs_b, ops = side_a.attrs, side_b.attrs, side_a.ops
-    changed = [i for i in rest if attrs_a[i] != attrs_b[i]]
+    changed = [i for i in compress(range(count), map(ne, attrs_a, attrs_b)) if i not in a2b]
     if changed:
         if not all(inputs_b[i] for i in changed):
             return False  # no second level for a node without inputs
@@ -442,14 +453,14 @@ def _in_step(match: GraphMatch, side_a: _Side, side_b: _Side) -> bool:
                     same_inputs.setdefault(inputs_a[k], []).append(k)
             if any(ops[k] == ops[i] and attrs_a[k] == attrs_b[i] for k in same_inputs[inputs_a[i]]):
                 return False
-    sources = [i for i in rest if not inputs_a[i]]
+    sources = [i for i in compress(range(count), map(not_, inputs_a)) if i not in a2b]
     if sources:
         signatures = Counter((ops[i], attrs_a[i]) for i in sources)
         if any(signatures[ops[i], attrs_a[i]] > 1 for i in sources if attrs_a[i] == attrs_b[i]):
             return False
     b2a, values = match.b2a, match.values_b2a
-    for i in rest:
-        a2b[i] = b2a[i] = i
+    a2b.update(zip(rest, rest))
+    b2a.update(zip(rest, rest))
     if rest is not range(count):
         for i in rest:
             for out_a, out_b in zip(outputs_a[i], outputs_b[i]):
@@ -458,6 +469,23 @@ def _in_step(match: GraphMatch, side_a: _Side, side_b: _Side) -> bool:
     else:
         values.update(linked)
     return True
+
+
+def _links_of(
+    outputs_a: list[tuple[str, ...]], outputs_b: list[tuple[str, ...]], flat_b: list[str]
+) -> dict[str, str]:
+    """b's output names → a's, as linking node i to node i for every i would map them
+    (``flat_b``: b's outputs, flattened)."""
+    if list(map(len, outputs_a)) == list(map(len, outputs_b)) and "" not in flat_b:
+        flat_a = list(chain.from_iterable(outputs_a))
+        if "" not in flat_a:
+            return dict(zip(flat_b, flat_a))
+    linked: dict[str, str] = {}
+    for outs_a, outs_b in zip(outputs_a, outputs_b):
+        for out_a, out_b in zip(outs_a, outs_b):
+            if out_a and out_b:
+                linked[out_b] = out_a
+    return linked
 
 
 #: Unmatched nodes looked through on one side when extending from a matched pair.
