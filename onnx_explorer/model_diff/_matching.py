@@ -425,8 +425,14 @@ def _in_step(match: GraphMatch, side_a: _Side, side_b: _Side) -> bool:
     # b's values in a's terms once every node is linked (each link maps the outputs of its
     # pair; a value's one producer comes before its readers, so its readers see this).
     linked = _links_of(outputs_a, outputs_b, flat_out_b)
-    mapped: list[Hashable] = list(map(linked.get, flat_b))
-    get, defined_b = match.values_b2a.get, side_b.defined
+    values = match.values_b2a
+    lookup = linked
+    if type(values) is dict:  # a top-level graph's: one lookup per name at C speed
+        lookup = values.copy()
+        lookup.update(linked)
+        lookup.pop("", None)  # an omitted input stays omitted
+    mapped: list[Hashable] = list(map(lookup.get, flat_b))
+    get, defined_b = values.get, side_b.defined
     for k in compress(range(len(mapped)), map(is_, mapped, repeat(None))):
         name = flat_b[k]  # as the passes' inputs_b maps a name not produced in b
         mapped[k] = (
@@ -436,14 +442,15 @@ def _in_step(match: GraphMatch, side_a: _Side, side_b: _Side) -> bool:
         )  # fmt: skip
     if mapped != list(chain.from_iterable(inputs_a)):
         return False
-    rest = [i for i in range(count) if i not in a2b] if a2b else range(count)
+    full = range(count)
+    rest = [i for i in full if i not in a2b] if a2b else full
     attrs_a, attrs_b, ops = side_a.attrs, side_b.attrs, side_a.ops
     changed = [i for i in compress(range(count), map(ne, attrs_a, attrs_b)) if i not in a2b]
     if changed:
         if not all(inputs_b[i] for i in changed):
             return False  # no second level for a node without inputs
         same_inputs: dict[tuple[str, ...], list[int]] | None = None
-        repeated = Counter(inputs_a[i] for i in rest)
+        repeated = Counter(inputs_a if rest is full else map(inputs_a.__getitem__, rest))
         for i in changed:
             if repeated[inputs_a[i]] == 1:
                 continue  # no other node reads these inputs in this order
@@ -458,10 +465,10 @@ def _in_step(match: GraphMatch, side_a: _Side, side_b: _Side) -> bool:
         signatures = Counter((ops[i], attrs_a[i]) for i in sources)
         if any(signatures[ops[i], attrs_a[i]] > 1 for i in sources if attrs_a[i] == attrs_b[i]):
             return False
-    b2a, values = match.b2a, match.values_b2a
+    b2a = match.b2a
     a2b.update(zip(rest, rest))
     b2a.update(zip(rest, rest))
-    if rest is not range(count):
+    if rest is not full:
         for i in rest:
             for out_a, out_b in zip(outputs_a[i], outputs_b[i]):
                 if out_a and out_b:
