@@ -14,6 +14,7 @@ from ._limits import (
     Expired,
     Limits,
     RunTimeoutError,
+    Worker,
     build_session,
     run_session,
 )
@@ -37,7 +38,7 @@ _REQUESTED = re.compile(r"requested bytes of (\d+)")
 
 @dataclass
 class Timing:
-    sessions: float = 0.0  # seconds building onnxruntime sessions (reported apart)
+    sessions: float = 0.0  # seconds building and releasing onnxruntime sessions (apart)
     running: float = 0.0  # seconds inside session.run
 
 
@@ -67,11 +68,22 @@ class Execution:
     _dies_at: dict[int, list[str]] = field(default_factory=dict, repr=False)
     _read: set[str] = field(default_factory=set, repr=False)
     _made: int = 0  # bytes the current segment returned
+    _worker: Worker = field(default_factory=Worker, repr=False)  # the onnxruntime calls' thread
 
     def values(self) -> Generator[Produced, None, None]:
         """Every node output in execution order; on a failure, stops after the last
         value that was made and sets :attr:`failure` (a segment that fails is retried
         node by node, so the values before the failing node are still yielded)."""
+        segments = self.segments()
+        try:
+            for made in segments:
+                yield from made
+        finally:
+            segments.close()
+
+    def segments(self) -> Generator[list[Produced], None, None]:
+        """:meth:`values` a segment at a time: one list per onnxruntime run, so a consumer
+        takes thousands of values in a few calls (``on_segment`` is called after each)."""
         plan = self.plan
         order = plan.order
         self._dies_at = self._deaths()
@@ -93,6 +105,7 @@ class Execution:
                     step = int(min(max(SEGMENT_BYTES // per_node, 1), 2 * step + 64))
         finally:  # done, failed or left: the values go (onnxruntime's arena holds them)
             live.clear()
+            self._worker.close()
 
     def _segment(
         self,
@@ -100,7 +113,7 @@ class Execution:
         live: dict[str, Any],
         start: int,
         wanted: set[str],
-    ) -> Generator[Produced, None, bool]:
+    ) -> Generator[list[Produced], None, bool]:
         try:
             results = self._run(segment, live)
         except RunTimeoutError:
@@ -115,30 +128,34 @@ class Execution:
                 node = self.plan.graph.node[segment[0]]
                 self.failure = Failure(self.plan.node_label(segment[0]), node.op_type, str(exc))
             return False
-        for i, (name, value) in results:
-            self._made += value_bytes(value)
-            yield Produced(i, name, value)
-            live[name] = value
+        made = 0
+        for one in results:
+            made += value_bytes(one.value)
+            live[one.name] = one.value
+        self._made += made
+        yield results
         # Only the values whose last reader is in this segment (not a scan of all live ones).
         for pos in range(start, start + len(segment)):
             for name in self._dies_at.get(pos, ()):
                 if name not in wanted:
                     live.pop(name, None)
-        for _, (name, _) in results:
-            if name not in self._read and name not in wanted:
-                live.pop(name, None)
+        read = self._read
+        for one in results:
+            if one.name not in read and one.name not in wanted:
+                live.pop(one.name, None)
         return True
 
-    def _run(self, segment: list[int], live: dict[str, Any]) -> list[tuple[int, tuple[str, Any]]]:
+    def _run(self, segment: list[int], live: dict[str, Any]) -> list[Produced]:
         graph = self.plan.graph
         produced = [(i, name) for i in segment for name in graph.node[i].output if name]
         outputs = [name for _, name in produced]
         data = segment_model(self.plan, segment, live, outputs)
         limits = self.limits
-        limits.check(f"onnxruntime ran {self._where(segment)}")
+        if limits.expired():  # (the message names the nodes: made only when it is raised)
+            limits.check(f"onnxruntime ran {self._where(segment)}")
         began = time.perf_counter()
         try:
-            session = build_session(data, self.plan.base_dir, limits)
+            session = build_session(data, self.plan.base_dir, limits, self._worker)
         except Expired:
             raise RunTimeoutError(
                 f"{limits.timeout_text()} passed while onnxruntime built its session for "
@@ -151,7 +168,7 @@ class Execution:
         inputs = {v.name: live[v.name] for v in session.get_inputs()}
         began = time.perf_counter()
         try:
-            values = run_session(session, outputs, inputs, limits)
+            values = run_session(session, outputs, inputs, limits, self._worker)
         except Expired as expired:
             named = failing_node(str(expired.reason)) if expired.reason is not None else None
             where = self._where(segment, named)
@@ -162,7 +179,12 @@ class Execution:
             raise self._error(exc, segment, "failed") from None
         finally:
             self.timing.running += time.perf_counter() - began
-        return [(i, (name, value)) for (i, name), value in zip(produced, values)]
+        # Releasing the session (its kernels and plans, ~2 ms at 360 nodes) is part of
+        # its cost, as building it is; the values live on in the shared arena.
+        began = time.perf_counter()
+        del session
+        self.timing.sessions += time.perf_counter() - began
+        return [Produced(i, name, value) for (i, name), value in zip(produced, values)]
 
     def _where(self, segment: list[int], named: str | None = None) -> str:
         """``node 'x' (op Loop)``, or the segment's first node and its size."""

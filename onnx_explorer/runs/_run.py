@@ -74,7 +74,7 @@ class RunResult:
     values: dict[str, np.ndarray]  # only the names asked for with ``keep``
     feeds: dict[str, np.ndarray]
     not_captured: list[str]
-    session_seconds: float  # building onnxruntime's sessions
+    session_seconds: float  # building and releasing onnxruntime's sessions
     run_seconds: float  # inside onnxruntime's runs
     failure: Failure | None = None
     node_outputs: dict[str, list[str]] = field(default_factory=dict)  # node → its captured outputs
@@ -324,10 +324,10 @@ def run(
     if bar is not None:
         collector.progress = bar.update
     # thousands of records and arrays, no cycles: collections would walk the user's heap
-    values = execution.values()
+    values = execution.segments()
     with paused_gc():
         try:
-            collector.add_all(values)
+            collector.add_all(values)  # one list of values per onnxruntime run
             result = collector.result(execution, given)
         except BaseException:  # an interrupt or our bug: it, not a statistics job, is raised
             collector.abandon()
@@ -489,7 +489,7 @@ class Collector:
 
     def __init__(self, the_plan: Plan, capture: Capture, keep: Iterable[str], bins: int) -> None:
         self.plan = the_plan
-        self.select = _selector(capture)
+        self.select = _selector(capture)  # None: every value
         self.keep = set(keep)
         self.bins = bins
         self.outputs_wanted = {v.name for v in the_plan.graph.output}
@@ -506,39 +506,56 @@ class Collector:
         # rearranging op, the input it rearranges (no protobuf reads per value)
         self.nodes: dict[int, tuple[str, str, str]] = {}
 
-    def add(self, produced: Produced) -> None:
-        name, value = produced.name, produced.value
-        if name in self.outputs_wanted or name in self.keep:
-            # onnxruntime's arrays are views of its arena: the result's own copy lets the
-            # arena hand its peak back (a view would pin its chunk as long as it lives)
-            held = _own_copy(value)
-            if name in self.outputs_wanted:
-                self.outputs[name] = held
-            if name in self.keep:
-                self.values[name] = held
-        if not self.select(name):
-            return
-        facts = self.nodes.get(produced.node)
-        if facts is None:
-            facts = self.nodes[produced.node] = _node_facts(self.plan, produced.node)
-        label, op_type, source = facts
-        pending = _Pending(name, label, op_type, value)
-        if source and source in self.records and isinstance(value, np.ndarray):
-            pending.value, pending.same_as = None, source  # its values need not be held
-            pending.dtype, pending.shape = _dtype_name(value.dtype), tuple(value.shape)
-        if isinstance(value, list):  # a sequence's record has no statistics: hold nothing
-            pending.value = []
-        self.records[name] = None
-        self.batch.append(pending)
-        self.batch_bytes += getattr(pending.value, "nbytes", 0)
-        if self.batch_bytes >= BATCH_BYTES or len(self.batch) >= BATCH_TENSORS:
-            self.submit()
-        self.node_outputs.setdefault(label, []).append(name)
-
-    def add_all(self, produced: Iterable[Produced]) -> None:
-        """Every value of a run (no reference to the last one outlives the loop)."""
+    def add_segment(self, produced: list[Produced]) -> None:
+        """One segment's values, in execution order (one call per onnxruntime run)."""
+        wanted, keep, select = self.outputs_wanted, self.keep, self.select
+        nodes, records, batch = self.nodes, self.records, self.batch
+        node_outputs = self.node_outputs
         for one in produced:
-            self.add(one)
+            name, value = one.name, one.value
+            if name in wanted or name in keep:
+                # onnxruntime's arrays are views of its arena: the result's own copy lets
+                # the arena hand its peak back (a view would pin its chunk as long as it
+                # lives)
+                held = _own_copy(value)
+                if name in wanted:
+                    self.outputs[name] = held
+                if name in keep:
+                    self.values[name] = held
+            if select is not None and not select(name):
+                continue
+            facts = nodes.get(one.node)
+            if facts is None:
+                facts = nodes[one.node] = _node_facts(self.plan, one.node)
+            label, op_type, source = facts
+            pending = _Pending(name, label, op_type, value)
+            if source and source in records and isinstance(value, np.ndarray):
+                pending.value, pending.same_as = None, source  # its values need not be held
+                pending.dtype, pending.shape = _dtype_name(value.dtype), value.shape
+            elif isinstance(value, list):  # a sequence's record has no statistics: hold nothing
+                pending.value = []
+            else:
+                self.batch_bytes += getattr(value, "nbytes", 0)
+            records[name] = None
+            batch.append(pending)
+            if self.batch_bytes >= BATCH_BYTES or len(batch) >= BATCH_TENSORS:
+                self.submit()
+                batch = self.batch
+            outs = node_outputs.get(label)
+            if outs is None:
+                node_outputs[label] = [name]
+            else:
+                outs.append(name)
+
+    def add_all(self, segments: Iterable[list[Produced]]) -> None:
+        """Every value of a run, a segment at a time (no reference to the last segment's
+        values outlives the loop)."""
+        for made in segments:
+            try:
+                self.add_segment(made)
+            except BaseException:  # Ctrl-C: a kept traceback holds at most the value at hand
+                made.clear()
+                raise
 
     def segment_done(self, nodes: int) -> None:
         """onnxruntime is about to run the next segment: hand over what waits."""
@@ -650,9 +667,10 @@ def summary(value: np.ndarray) -> TensorStats:
     return found
 
 
-def _selector(capture: Capture) -> Any:
+def _selector(capture: Capture) -> Callable[[str], bool] | None:
+    """Whether a value is captured, by name; None when every value is."""
     if capture == "all":
-        return lambda name: True
+        return None
     if isinstance(capture, str):
         capture = [capture]
     names = set(capture)

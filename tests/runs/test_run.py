@@ -394,15 +394,16 @@ onnx_explorer.run(small, tiny)  # onnxruntime loaded and initialised
 before = rss_mb()
 if sys.argv[1] == "interrupt":  # Ctrl-C at the fourth value; IPython keeps the error
     from onnx_explorer.runs import _run
-    real, seen = _run.Collector.add, []
+    real, seen = _run.Collector.add_segment, []
 
-    def add(self, produced):
-        seen.append(1)
-        if len(seen) == 4:
-            raise KeyboardInterrupt
+    def add_segment(self, produced):  # (a segment's values are handed over at once)
+        for one in produced:
+            seen.append(1)
+            if len(seen) == 4:
+                raise KeyboardInterrupt
         real(self, produced)
 
-    _run.Collector.add = add
+    _run.Collector.add_segment = add_segment
     try:
         onnx_explorer.run(model, x, segment_nodes=2)
     except KeyboardInterrupt as exc:
