@@ -36,7 +36,7 @@ from operator import attrgetter
 import numpy as np
 
 from .._gc_pause import paused_gc
-from ..model import Graph, scope_parts
+from ..model import SCOPE_DEPTH_MAX, Graph, scope_parts
 from ..tensors import Tensor
 from ._text import as_text, shorten
 from ._wiring import GraphWiring, graph_wiring
@@ -202,6 +202,28 @@ class ScopeTree:
 
     # -- building ---------------------------------------------------------------
     def _scope_for(self, prefix: str) -> Scope:
+        path = prefix[1:] if prefix[:1] == "/" else prefix
+        scope = self.by_path.get(path)  # its keys are paths as scope_parts makes them
+        if scope is not None:
+            return scope
+        if (
+            path
+            and "//" not in path
+            and path[0] != "/"
+            and path[-1] != "/"
+            and path.count("/") < SCOPE_DEPTH_MAX
+        ):
+            # The usual name (``/encoder/layer.3/attn``): the prefix is its own path, and
+            # its parent's scope exists already for all but the first node of a module.
+            head, slash, part = path.rpartition("/")
+            parent = self._scope_for(head) if slash else self.root
+            scope = Scope(path, part, parent)
+            parent.children.append(scope)
+            self.by_path[path] = scope
+            return scope
+        return self._scope_by_parts(prefix)
+
+    def _scope_by_parts(self, prefix: str) -> Scope:
         parts = scope_parts(prefix)
         scope = self.root
         path = ""
@@ -247,16 +269,20 @@ class ScopeTree:
         folded = index.folded_nodes
         params = self.node_params
         seen: set[int] = set()  # a tensor shared by several nodes counts once
-        seen_names: set[str] = set()
         initializers = graph.initializers
-        counted = getattr(initializers, "element_count", None)  # counts without making tensors
+        # Counts without making tensors, one C-level column for a reader's lazy mapping.
+        column = getattr(initializers, "element_counts", None)
+        counted = (column() if column is not None else {}).get
+        producers = index.producers
         for value, node_index in index.first_consumer.items():
-            if counted is not None and value in initializers:
-                # One name, one tensor: shared use is still counted once, by name.
-                if value not in seen_names:
-                    seen_names.add(value)
-                    params[node_index] = params.get(node_index, 0) + counted(value)
+            count = counted(value)  # each name once: shared use counts once
+            if count is not None:
+                params[node_index] = params.get(node_index, 0) + count
                 continue
+            if value in producers and not (
+                value in initializers or value in graph.sparse_initializers
+            ):
+                continue  # a folded constant's: counted below, where the node sits
             stored = index.stored_value(graph, value)
             if isinstance(stored, Tensor) and id(stored) not in seen:
                 seen.add(id(stored))

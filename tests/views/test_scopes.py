@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_explorer as ox
+from onnx_explorer.model import SCOPE_DEPTH_MAX, scope_parts
 from onnx_explorer.views._drawing import build_dot
 from onnx_explorer.views._quoting import dot_string, one_line
 from onnx_explorer.views._scopes import SCOPE_ITEMS_MAX, first_view, open_scopes, scope_tree
@@ -61,6 +62,37 @@ def test_a_weight_shared_by_two_nodes_counts_once():
     tree = scope_tree(ox.load(model).graph)
     assert tree.root.param_count == 10
     assert tree.find("a").param_count + tree.find("b").param_count == 10
+
+
+def test_every_spelling_of_a_path_finds_the_scope_its_parts_name():
+    """Names written with doubled, leading or trailing slashes, or deeper than the cap,
+    sit in the scope of their non-empty parts (the fast path for plain names and the
+    general one must agree, whichever met a scope first)."""
+    deep = "/".join(f"L{k}" for k in range(SCOPE_DEPTH_MAX + 3))
+    names = [
+        "/enc/layer.0/MatMul", "enc//layer.0/Add", "//enc/layer.1//Mul", "enc/layer.1/Sub",
+        "/enc/layer.1/", "/solo", "Relu", f"{deep}/Neg", f"/{deep}/Abs", "///x///y/Sqrt",
+    ]  # fmt: skip
+    graph = ox.load(_model(names)).graph
+    tree = scope_tree(graph)
+    for i, name in enumerate(names):
+        expected = "/".join(scope_parts(name.rpartition("/")[0]))
+        assert tree.node_scope[i].path == expected, name
+    assert tree.find("enc/layer.0").node_count == 2
+    assert tree.find("enc/layer.1").node_count == 3
+    assert [c.label for c in tree.find("enc").children] == ["layer.0", "layer.1"]
+    assert tree.find("x/y").node_count == 1
+    assert tree.root.node_count == len(names)
+
+
+def test_parameter_counts_come_from_the_shapes_without_making_tensors():
+    graph = ox.load(
+        _model(["/a/Add", "/a/b/Add", "/c/Add"], {0: (3, 5), 1: (7,), 2: (2, 2, 2)})
+    ).graph
+    tree = scope_tree(graph)
+    assert [tree.find(p).param_count for p in ("a", "a/b", "c")] == [22, 7, 8]
+    assert tree.root.param_count == 30
+    assert not graph.initializers._made  # counted from the shapes alone
 
 
 def test_numbered_names_are_split_into_groups_of_consecutive_nodes():

@@ -408,6 +408,7 @@ class _GraphParts:
         self._ctx = ctx
         self._proto = proto
         self._columns = _Columns(ctx, proto.node, path)
+        self._with_bodies: list[int] | None = None
 
     def nodes(self, graph: Graph) -> Sequence[Node]:
         return self._columns.make_nodes(graph)
@@ -419,11 +420,15 @@ class _GraphParts:
         return frozenset(self._columns._done)
 
     def nodes_with_bodies(self) -> list[int]:
-        """Nodes with a GRAPH/GRAPHS attribute, read off the parsed file (no decoding)."""
-        protos = self._columns.protos()
-        rest = list(compress(range(len(protos)), self._columns.attribute_counts()))
-        types = map(map, repeat(_TYPE), map(attrgetter("attribute"), map(protos.__getitem__, rest)))
-        return list(compress(rest, map(not_, map(_BODY_TYPES.isdisjoint, types))))
+        """Nodes with a GRAPH/GRAPHS attribute, read off the parsed file (no decoding);
+        read once (the wiring, the walk over graphs and the metrics all ask)."""
+        if self._with_bodies is None:
+            protos = self._columns.protos()
+            rest = list(compress(range(len(protos)), self._columns.attribute_counts()))
+            attributes = map(attrgetter("attribute"), map(protos.__getitem__, rest))
+            types = map(map, repeat(_TYPE), attributes)
+            self._with_bodies = list(compress(rest, map(not_, map(_BODY_TYPES.isdisjoint, types))))
+        return self._with_bodies
 
     def constant_element_counts(self, indices: Iterable[int]) -> Iterator[tuple[int, int]]:
         """(node, elements of its first tensor attribute), as ``Node.tensors()[0]`` would say."""
@@ -492,6 +497,7 @@ class _GraphParts:
             lambda i: make(protos[i]),
             lambda i: math.prod(protos[i].dims),
             types,
+            lambda: map(math.prod, map(attrgetter("dims"), protos)),
         )
 
     def sparse_initializers(self) -> Mapping[str, SparseTensor]:
