@@ -62,6 +62,9 @@ class GraphMatch:
     inputs_b: list[tuple[str, ...]] = field(default_factory=list)
     outputs_a: list[tuple[str, ...]] = field(default_factory=list)  # Node.outputs per node
     outputs_b: list[tuple[str, ...]] = field(default_factory=list)
+    # Node i is node i for every i, and each node's inputs, mapped through values_b2a (as
+    # long as nothing else writes to it), are a's (see _in_step).
+    inputs_checked: bool = False
 
     def link(self, i: int, j: int) -> None:
         self.a2b[i] = j
@@ -131,7 +134,10 @@ def stable_name(node: Node) -> str:
 def producers_of(outputs: Sequence[tuple[str, ...]]) -> dict[str, int]:
     """Value name → the first node (index) listing it among its ``outputs``."""
     names = list(chain.from_iterable(outputs))
-    owners = list(chain.from_iterable(map(repeat, range(len(outputs)), map(len, outputs))))
+    if len(names) == len(outputs) and all(outputs):  # one output each (the usual case)
+        owners: Sequence[int] = range(len(outputs))
+    else:
+        owners = list(chain.from_iterable(map(repeat, range(len(outputs)), map(len, outputs))))
     producer = dict(zip(reversed(names), reversed(owners)))  # the first producer wins
     producer.pop("", None)  # an omitted optional output
     return producer
@@ -217,8 +223,8 @@ class _Side:
     def __init__(self, graph: Graph, attrs: list[Hashable]) -> None:
         self.graph = graph
         self.nodes = nodes = graph.nodes
-        self.inputs = [n.inputs for n in nodes]
-        self.outputs = [n.outputs for n in nodes]
+        self.inputs: list[tuple[str, ...]] = list(map(attrgetter("inputs"), nodes))
+        self.outputs: list[tuple[str, ...]] = list(map(attrgetter("outputs"), nodes))
         self.producers = producers_of(self.outputs)
         self.in_order = in_file_order(self.producers, self.inputs)
         self.order = (
@@ -228,9 +234,15 @@ class _Side:
         )
         self.ops = _qualified_ops(nodes)
         self.attrs = attrs
-        self.defined: set[str] = set(graph.initializers) | set(graph.sparse_initializers)
-        self.defined.update(v.name for v in graph.declared_inputs)
-        self.defined.update(self.producers)
+
+    @cached_property
+    def defined(self) -> set[str]:
+        """Every value the graph defines: stored, declared as an input or produced."""
+        graph = self.graph
+        defined = set(graph.initializers) | set(graph.sparse_initializers)
+        defined.update(v.name for v in graph.declared_inputs)
+        defined.update(self.producers)
+        return defined
 
     @cached_property
     def consumers(self) -> dict[str, list[tuple[int, int]]]:
@@ -475,6 +487,7 @@ def _in_step(match: GraphMatch, side_a: _Side, side_b: _Side) -> bool:
                     values[out_b] = out_a
     else:
         values.update(linked)
+    match.inputs_checked = True
     return True
 
 
