@@ -319,6 +319,20 @@ class Graph:
         found: tuple[str, list[Hashable | None]] = quick()
         return found
 
+    def initializer_fingerprints(self) -> tuple[str, Mapping[str, Hashable]] | None:
+        """(scheme, initializer name → a value equal for two tensors only when their dtypes
+        and shapes are), for graphs whose schemes are equal, without making any tensor: the
+        ONNX reader's serialized tensors. Equal values say nothing about the contents (a
+        payload read from elsewhere stands there as a marker); sparse initializers are not
+        covered. None when the reader has none."""
+        parts = self.__dict__.get("_parts")
+        quick = getattr(parts, "initializer_fingerprints", None)
+        dense = self.initializers
+        if quick is None or not isinstance(dense, TensorsOnDemand):
+            return None
+        scheme, found = quick()
+        return scheme, dict(zip(dense._names, found))  # a repeated name: the last wins
+
     def constant_element_counts(self, indices: Iterable[int]) -> dict[int, int]:
         """Elements of the first tensor attribute of each node in ``indices`` (a Constant's
         value), without decoding attributes where the reader can tell from the file."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, MutableMapping, Set
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from operator import and_, eq, ne, not_
+from operator import and_, eq, is_not, ne, not_
 from typing import Any
 
 from .._gc_pause import paused_gc
@@ -162,35 +162,77 @@ def _new_ref(graph: str, name: str, index: int, op_type: str, stable: str = "") 
 class _Stored(Mapping[str, Tensor]):
     """A graph's stored tensors by name (initializers, and sparse ones by their values),
     each made when first looked up; :attr:`types` without making any (a reader's
-    :meth:`TensorsOnDemand.types`): matching 30,000 initializers by name and comparing
-    their dtypes and shapes made 30,000 tensors (~0.25 s) before."""
+    :meth:`TensorsOnDemand.types`), read when first asked: matching 30,000 initializers
+    by name and comparing their dtypes and shapes made 30,000 tensors (~0.25 s) before,
+    and where both readers fingerprint their tensors (:meth:`Graph.initializer_fingerprints`)
+    a pair of equal fingerprints needs no types at all."""
 
     def __init__(self, graph: Graph) -> None:
         dense = graph.initializers
         self._dense = dense
         self._sparse = {name: sparse.values for name, sparse in graph.sparse_initializers.items()}
-        types: Mapping[str, TensorType] = (
-            dense.types()
-            if isinstance(dense, TensorsOnDemand)
-            else {name: (t.dtype_name, tuple(t.shape)) for name, t in dense.items()}
-        )
-        if self._sparse:  # a sparse name also stored dense: the sparse one, as before
-            types = dict(types)
-            types.update((n, (t.dtype_name, tuple(t.shape))) for n, t in self._sparse.items())
-        self.types = types
+        self._graph = graph
+        self._types: Mapping[str, TensorType] | None = None
+        self._names: Set[str] | None = None
+
+    @property
+    def types(self) -> Mapping[str, TensorType]:
+        """Name → (dtype name, shape) of every stored tensor."""
+        if self._types is None:
+            dense = self._dense
+            types: Mapping[str, TensorType] = (
+                dense.types()
+                if isinstance(dense, TensorsOnDemand)
+                else {name: (t.dtype_name, tuple(t.shape)) for name, t in dense.items()}
+            )
+            if self._sparse:  # a sparse name also stored dense: the sparse one, as before
+                types = dict(types)
+                types.update((n, (t.dtype_name, tuple(t.shape))) for n, t in self._sparse.items())
+            self._types = types
+        return self._types
+
+    def names(self) -> Set[str]:
+        """The names, for membership tests at C speed."""
+        if self._names is None:
+            self._names = frozenset(self)
+        return self._names
+
+    def fingerprints(self) -> tuple[str, Mapping[str, Hashable]] | None:
+        """The dense tensors' fingerprints (sparse names left out), when the reader has them."""
+        found = self._graph.initializer_fingerprints()
+        if found is None or not self._sparse:
+            return found
+        return found[0], {n: f for n, f in found[1].items() if n not in self._sparse}
 
     def __getitem__(self, name: str) -> Tensor:
         found = self._sparse.get(name)
         return found if found is not None else self._dense[name]
 
     def __contains__(self, name: object) -> bool:
-        return name in self.types
+        return name in self._dense or name in self._sparse
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.types)
+        if not self._sparse:
+            return iter(self._dense)
+        dense = self._dense
+        return chain(dense, (n for n in self._sparse if n not in dense))
 
     def __len__(self) -> int:
-        return len(self.types)
+        if not self._sparse:
+            return len(self._dense)
+        return len(self._dense) + sum(n not in self._dense for n in self._sparse)
+
+
+def _same_types(stored_a: _Stored, stored_b: _Stored, names: list[str]) -> set[str]:
+    """The names of ``names`` (stored on both sides) whose two tensors have equal
+    fingerprints, hence one dtype and shape; empty when a side has no fingerprints."""
+    found_a, found_b = stored_a.fingerprints(), stored_b.fingerprints()
+    if found_a is None or found_b is None or found_a[0] != found_b[0]:
+        return set()
+    get_a, get_b = found_a[1].get, found_b[1].get
+    prints = list(map(get_a, names))
+    equal = map(and_, map(is_not, prints, repeat(None)), map(eq, prints, map(get_b, names)))
+    return set(compress(names, equal))
 
 
 @dataclass
@@ -250,7 +292,12 @@ class _Walk:
         # hold bodies without decoding any attribute.
         with_bodies_a, with_bodies_b = ga.nodes_with_bodies(), gb.nodes_with_bodies()
         nodes_a, nodes_b = ga.nodes, gb.nodes
-        for j, i in sorted(match.b2a.items()):
+        b2a = match.b2a
+        # Only b's Constants and nodes with bodies can hold anything here (not every pair).
+        for j in sorted(with_bodies_b.union(_maybe_constants(match.ops_b))):
+            i = b2a.get(j)
+            if i is None:
+                continue
             node_a, node_b = nodes_a[i], nodes_b[j]
             if (
                 node_a.op_type == "Constant" == node_b.op_type
@@ -273,14 +320,21 @@ class _Walk:
         """b name → a name: by name, then by (dtype, shape, content hash) where a content is
         found once on each side. Also returns the groups still ambiguous (same content
         several times: many zero biases), which the node match settles first."""
-        b2a = {name: name for name in stored_b if name in stored_a}
+        shared = list(compress(stored_b, map(stored_a.names().__contains__, stored_b)))
+        b2a = dict(zip(shared, shared))
+        # With weights=False a pair of one dtype and shape is not kept: equal fingerprints
+        # say so without reading either type.
+        same = _same_types(stored_a, stored_b, list(b2a)) if self.structure_only else set()
         for name in b2a:
-            self._pair(stored_a, name, stored_b, name, ga, gb)
+            if name not in same:
+                self._pair(stored_a, name, stored_b, name, ga, gb)
         groups: dict[TensorType, tuple[list[str], list[str]]] = {}
         for side, stored in ((0, stored_a), (1, stored_b)):
-            for name, key in stored.types.items():
-                if name not in b2a:  # same set of names on both sides
-                    groups.setdefault(key, ([], []))[side].append(name)
+            unpaired = [name for name in stored if name not in b2a]  # same names both sides
+            if unpaired:
+                types = stored.types
+                for name in unpaired:
+                    groups.setdefault(types[name], ([], []))[side].append(name)
         ambiguous = []
         for names_a, names_b in groups.values():
             if not (names_a and names_b):
@@ -320,6 +374,7 @@ class _Walk:
                         tensors_b2a[name_b] = name_a
                         taken.add(name_a)
                         match.values_b2a[name_b] = name_a
+                        match.inputs_checked = False
                         self.tensors_renamed.append((name_a, name_b))
                         self._pair(stored_a, name_a, stored_b, name_b, ga, gb)
 
@@ -342,15 +397,18 @@ class _Walk:
         """Float weights of one side and their quantized copies on the other, paired through
         the nodes that read them (``_quantized``); whether any was found."""
         taken = set(tensors_b2a.values())
-        unpaired = [t for n, (t, _) in stored_a.types.items() if n not in taken] + [
-            t for n, (t, _) in stored_b.types.items() if n not in tensors_b2a
-        ]
+        unpaired_a = [n for n in stored_a if n not in taken]
+        unpaired_b = [n for n in stored_b if n not in tensors_b2a]
+        unpaired = [stored_a.types[n][0] for n in unpaired_a] if unpaired_a else []
+        if unpaired_b:
+            unpaired += [stored_b.types[n][0] for n in unpaired_b]
         if all(dtype in REAL for dtype in unpaired):
             return False  # nothing unpaired could be a quantized copy
         found = quantized_pairs(match, stored_a, stored_b, tensors_b2a)
         for link in found:
             tensors_b2a[link.b] = link.a
             match.values_b2a[link.b] = link.a
+            match.inputs_checked = False
             self.tensors_renamed.append((link.a, link.b))
             self._pair(stored_a, link.a, stored_b, link.b, match.a, match.b,
                        link.layout_a, link.layout_b)  # fmt: skip
@@ -426,15 +484,20 @@ def _unchanged(match: GraphMatch, js: list[int]) -> list[bool]:
     mapped to a's names). False sends a pair to :func:`node_changes`, which decides."""
     b2a, get = match.b2a, match.values_b2a.get
     ia = list(map(b2a.__getitem__, js))
-    same = list(map(eq, map(match.attrs_a.__getitem__, ia), map(match.attrs_b.__getitem__, js)))
-    for found in (
-        map(eq, map(match.ops_a.__getitem__, ia), map(match.ops_b.__getitem__, js)),
-        map(eq, map(len, map(match.outputs_a.__getitem__, ia)),
-            map(len, map(match.outputs_b.__getitem__, js))),
-    ):  # fmt: skip
+
+    def pairs(column_a: list[Any], column_b: list[Any]) -> tuple[list[Any], list[Any]]:
+        if ia == js and len(js) == len(column_a) == len(column_b):
+            return column_a, column_b  # node i is node i, every node matched
+        return list(map(column_a.__getitem__, ia)), list(map(column_b.__getitem__, js))
+
+    same = list(map(eq, *pairs(match.attrs_a, match.attrs_b)))
+    ops_a, ops_b = pairs(match.ops_a, match.ops_b)
+    outputs_a, outputs_b = pairs(match.outputs_a, match.outputs_b)
+    for found in (map(eq, ops_a, ops_b), map(eq, map(len, outputs_a), map(len, outputs_b))):
         same = list(map(and_, same, found))
-    inputs_a = list(map(match.inputs_a.__getitem__, ia))
-    inputs_b = list(map(match.inputs_b.__getitem__, js))
+    if match.inputs_checked and ia == js and "" not in match.values_b2a:
+        return same  # the match found every node's inputs equal, mapped as below
+    inputs_a, inputs_b = pairs(match.inputs_a, match.inputs_b)
     lengths = list(map(len, inputs_b))
     if list(map(len, inputs_a)) == lengths:  # compared as two flat lists, at C speed
         flat_b = list(chain.from_iterable(inputs_b))
@@ -489,6 +552,13 @@ class _Settled:
             status.setdefault(gb.path, {}).update(zip((n.name for n in nodes_b), found))
         self._graphs = []
         return renamed, matched, status
+
+
+def _maybe_constants(ops: list[str]) -> Iterable[int]:
+    """The nodes (by qualified op) whose ``op_type`` may be Constant, in any domain."""
+    if any("::" in op for op in set(ops)):
+        return (k for k, op in enumerate(ops) if op.endswith("::Constant") or op == "Constant")
+    return compress(range(len(ops)), map(eq, ops, repeat("Constant")))
 
 
 def _type(side: Mapping[str, Tensor], name: str) -> TensorType:

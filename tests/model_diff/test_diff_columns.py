@@ -97,3 +97,55 @@ def test_attribute_fingerprints_match_exactly_equal_attributes(tmp_path: Path) -
     proto = onnx.load(model("p", alpha=0.5, transB=1))  # a caller's proto: decoded as it is
     assert ox.load(proto).graph.attribute_fingerprints() is None
     assert ox.diff(proto, b, weights=False).equal  # both sides compared decoded
+
+
+def _weights(tmp_path: Path, tag: str, **arrays: np.ndarray) -> str:
+    names = list(arrays)
+    nodes = [helper.make_node("Sum", ["x", *names], ["y"], name="sum")]
+    inits = [numpy_helper.from_array(value, name) for name, value in arrays.items()]
+    return _save(tmp_path / f"{tag}.onnx", nodes, inits)
+
+
+def test_equal_initializer_fingerprints_need_no_types(tmp_path: Path) -> None:
+    """Serialized alike: one dtype and shape, so weights=False keeps no pair and reads no
+    type; values that differ in tensors of one type are still no change for weights=False
+    (and are found with weights)."""
+    w = np.ones((2, 8), np.float32)
+    a = ox.load(_weights(tmp_path, "a", w=w, v=w[0]))
+    b = ox.load(_weights(tmp_path, "b", w=w, v=w[0] * 2))
+    found_a, found_b = a.graph.initializer_fingerprints(), b.graph.initializer_fingerprints()
+    assert found_a is not None and found_b is not None
+    assert found_a[1]["w"] == found_b[1]["w"] and found_a[1]["v"] != found_b[1]["v"]
+    d = ox.diff(a, b, weights=False)
+    assert d.equal
+    initializers = a.graph.initializers
+    assert isinstance(initializers, TensorsOnDemand)
+    assert initializers._typed is not None  # "v" differs in bytes: its type was read
+    same = ox.load(_weights(tmp_path, "c", w=w, v=w[0]))
+    assert ox.diff(a, same, weights=False).equal
+    untyped = same.graph.initializers
+    assert isinstance(untyped, TensorsOnDemand) and untyped._typed is None
+    assert [c.b for c in ox.diff(a, b).tensors_changed] == ["v"]
+
+
+def test_a_dtype_or_shape_change_is_reported_without_weights(tmp_path: Path) -> None:
+    w = np.ones((2, 8), np.float32)
+    a = _weights(tmp_path, "a", w=w, v=w[0])
+    b = _weights(tmp_path, "b", w=w.astype(np.float16), v=w[0].reshape(1, 8))
+    d = ox.diff(a, b, weights=False)
+    assert [(c.b, c.dtype_a, c.dtype_b, c.shape_a, c.shape_b) for c in d.tensors_changed] == [
+        ("w", "float32", "float16", (2, 8), (2, 8)),
+        ("v", "float32", "float32", (8,), (1, 8)),
+    ]
+
+
+def test_renamed_and_matched_pairs_are_made_when_first_read(tmp_path: Path) -> None:
+    d = ox.diff(_renamed_chain(tmp_path, "a", 0.1), _renamed_chain(tmp_path, "b", 0.1))
+    assert d._settled is None  # nothing read yet
+    assert d.equal
+    assert [(x.name, y.name) for x, y in d.nodes_matched] == [
+        ("a_mm", "b_mm"), ("a_act", "b_act"),
+    ]  # fmt: skip
+    assert d.nodes_renamed == d.nodes_matched
+    assert d.nodes_renamed[0] is d.nodes_matched[0]  # one pair of refs per matched pair
+    assert d.node_status() == {"b_mm": "renamed", "b_act": "renamed"}

@@ -503,6 +503,11 @@ class _GraphParts:
     def sparse_initializers(self) -> Mapping[str, SparseTensor]:
         return {_s(s.values.name): self._ctx.sparse(s) for s in self._proto.sparse_initializer}
 
+    def initializer_fingerprints(self) -> tuple[str, list[Hashable]]:
+        """See :meth:`~..model.Graph.initializer_fingerprints`: each initializer as
+        serialized (C speed, nothing decoded), in file order."""
+        return "onnx", list(map(onnx.TensorProto.SerializeToString, self._proto.initializer))
+
     def value_info(self) -> Mapping[str, ValueInfo]:
         with _bulk():
             return {_s(vi.name): value_info(vi) for vi in self._proto.value_info}
@@ -531,6 +536,9 @@ class _FunctionParts(_GraphParts):
 
     def sparse_initializers(self) -> Mapping[str, SparseTensor]:
         return {}
+
+    def initializer_fingerprints(self) -> tuple[str, list[Hashable]]:
+        return "onnx", []
 
 
 def graph(ctx: TensorContext, g: onnx.GraphProto, path: str) -> Graph:
