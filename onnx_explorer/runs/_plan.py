@@ -13,6 +13,7 @@ Values made inside If/Loop/Scan bodies are not graph values: they are listed in
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class Plan:
     needs: list[tuple[str, ...]]  # per node: every value it reads (bodies' outer names too)
     initializers: dict[str, onnx.TensorProto]
     not_captured: list[str] = field(default_factory=list)
+    bodied: frozenset[int] = frozenset()  # nodes with a graph attribute (If, Loop, Scan)
     _labels: dict[str, int] | None = field(default=None, repr=False)
 
     @property
@@ -128,11 +130,14 @@ def plan(model: onnx.ModelProto, base_dir: Path | None) -> Plan:
     initializers = {t.name: t for t in graph.initializer}
     needs = [tuple(n for n in node.input if n) + _outer_names(node) for node in graph.node]
     not_captured: list[str] = []
-    for node in graph.node:
+    bodied = set()
+    for index, node in enumerate(graph.node):
         for attr in node.attribute:
             for body in _bodies(attr):
                 not_captured.extend(_body_values(body))
-    return Plan(model, base_dir, _topological(graph, needs), needs, initializers, not_captured)
+                bodied.add(index)
+    order = _topological(graph, needs)
+    return Plan(model, base_dir, order, needs, initializers, not_captured, frozenset(bodied))
 
 
 def check_text(graph: onnx.GraphProto) -> None:
@@ -220,24 +225,25 @@ def _topological(graph: onnx.GraphProto, needs: list[tuple[str, ...]]) -> list[i
 
 
 def segment_model(plan: Plan, nodes: list[int], live: dict[str, Any], outputs: list[str]) -> bytes:
-    """The serialized model of one segment: those nodes, reading ``live`` values."""
+    """The serialized model of one segment: those nodes, reading ``live`` values.
+
+    Built by whole-list calls (360 nodes a segment, 55 segments at 20,000 nodes): the
+    values read in first-use order by one ``dict.fromkeys``, nodes, inputs, initializers
+    and outputs each added by one ``extend``; only nodes with a body are looked into."""
     src = plan.model
     name = src.graph.name  # bytes when not UTF-8: the segment needs none of it
     graph = onnx.GraphProto(name=name if isinstance(name, str) and name else "segment")
-    seen: set[str] = set()
-    for i in nodes:
-        graph.node.append(stoppable(src.graph.node[i]))  # Loops that see terminate
-    for i in nodes:
-        for name in plan.needs[i]:
-            if name in seen:
-                continue
-            seen.add(name)
-            if name in live:
-                graph.input.append(_value_info(name, live[name]))
-            elif name in plan.initializers:
-                graph.initializer.append(plan.initializers[name])
-    for name in outputs:
-        graph.output.append(onnx.ValueInfoProto(name=name))
+    src_nodes, bodied = src.graph.node, plan.bodied
+    # Loops that see terminate
+    graph.node.extend(stoppable(src_nodes[i]) if i in bodied else src_nodes[i] for i in nodes)
+    needs = plan.needs
+    read = dict.fromkeys(itertools.chain.from_iterable([needs[i] for i in nodes]))
+    initializers = plan.initializers
+    graph.input.extend([_value_info(name, live[name]) for name in read if name in live])
+    graph.initializer.extend(
+        [initializers[name] for name in read if name not in live and name in initializers]
+    )
+    graph.output.extend([onnx.ValueInfoProto(name=name) for name in outputs])
     model = helper.make_model(
         graph, opset_imports=list(src.opset_import), ir_version=src.ir_version
     )

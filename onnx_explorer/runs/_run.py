@@ -20,7 +20,7 @@ from ..stats import Histogram, TensorStats, array_values, histogram, summarize
 from ..views._text import squeezed
 from ._activation_stats import activation_histogram, activation_stats, fast_path
 from ._background import Background
-from ._execute import Execution, Failure, Produced
+from ._execute import Execution, Failure, Produced, value_bytes
 from ._feeds import check_feeds, generate_feeds, input_specs, load_feeds
 from ._limits import (
     MEMORY_LIMIT,
@@ -192,9 +192,6 @@ REARRANGING = frozenset(
     {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity",
      "DepthToSpace", "SpaceToDepth"}
 )  # fmt: skip
-#: Values handed to the background thread at once (fewer hand-overs, less GIL traffic).
-BATCH_BYTES = 2 << 20
-BATCH_TENSORS = 256
 
 
 def prepare(
@@ -483,9 +480,10 @@ def _bar(total: int) -> Any:
 class Collector:
     """Turns produced values into records, keeping values only where asked.
 
-    Statistics are computed on a background thread, batch by batch, while onnxruntime
-    (which releases the GIL) runs the next segment: the run costs about the larger of the
-    two instead of their sum. Records keep execution order whatever finishes first."""
+    Each segment's values are handed whole to a background thread, which makes their
+    records (statistics, names, the values kept) while onnxruntime, which releases the
+    GIL, builds and runs the next segment: the run's own thread does no work per value.
+    Records keep execution order (one thread, jobs in submission order)."""
 
     def __init__(self, the_plan: Plan, capture: Capture, keep: Iterable[str], bins: int) -> None:
         self.plan = the_plan
@@ -493,24 +491,44 @@ class Collector:
         self.keep = set(keep)
         self.bins = bins
         self.outputs_wanted = {v.name for v in the_plan.graph.output}
-        self.records: dict[str, TensorRecord | None] = {}  # None: its batch is not done
+        self.background = Background()
+        self.progress: Callable[[int], Any] | None = None
+        # written by the background thread only, read once it has stopped:
+        self.made: dict[str, TensorRecord] = {}  # in execution order
         self.outputs: dict[str, Any] = {}
         self.values: dict[str, np.ndarray] = {}
         self.node_outputs: dict[str, list[str]] = {}
-        self.background = Background()
-        self.batch: list[_Pending] = []
-        self.batch_bytes = 0
-        self.made: dict[str, TensorRecord] = {}  # written by the background thread only
-        self.progress: Callable[[int], Any] | None = None
         # per node, made when its first output is captured: label, op type and, for a
         # rearranging op, the input it rearranges (no protobuf reads per value)
         self.nodes: dict[int, tuple[str, str, str]] = {}
 
     def add_segment(self, produced: list[Produced]) -> None:
-        """One segment's values, in execution order (one call per onnxruntime run)."""
-        wanted, keep, select = self.outputs_wanted, self.keep, self.select
-        nodes, records, batch = self.nodes, self.records, self.batch
-        node_outputs = self.node_outputs
+        """One segment's values, in execution order (one call per onnxruntime run); waits
+        while the values queued for the thread exceed its bound."""
+        if produced:
+            nbytes = sum([value_bytes(one.value) for one in produced])
+            self.background.submit(lambda: self._records(produced), nbytes)
+
+    def add_all(self, segments: Iterable[list[Produced]]) -> None:
+        """Every value of a run, a segment at a time (no reference to the last segment's
+        values outlives the loop)."""
+        for made in segments:
+            try:
+                self.add_segment(made)
+            except BaseException:  # Ctrl-C: a kept traceback holds at most the value at hand
+                made.clear()
+                raise
+
+    def segment_done(self, nodes: int) -> None:
+        """onnxruntime is about to run the next segment."""
+        if self.progress is not None:
+            self.progress(nodes)
+
+    def _records(self, produced: list[Produced]) -> None:
+        """On the background thread, a segment at a time in execution order (so the input
+        of a rearranging op is always made before it)."""
+        wanted, keep, select, bins = self.outputs_wanted, self.keep, self.select, self.bins
+        nodes, made, node_outputs = self.nodes, self.made, self.node_outputs
         for one in produced:
             name, value = one.name, one.value
             if name in wanted or name in keep:
@@ -528,66 +546,27 @@ class Collector:
             if facts is None:
                 facts = nodes[one.node] = _node_facts(self.plan, one.node)
             label, op_type, source = facts
-            pending = _Pending(name, label, op_type, value)
-            if source and source in records and isinstance(value, np.ndarray):
-                pending.value, pending.same_as = None, source  # its values need not be held
-                pending.dtype, pending.shape = _dtype_name(value.dtype), value.shape
-            elif isinstance(value, list):  # a sequence's record has no statistics: hold nothing
-                pending.value = []
+            same = made.get(source) if source else None
+            if same is not None and isinstance(value, np.ndarray):  # the input's statistics
+                dtype = _dtype_name(value.dtype)
+                found = TensorRecord(
+                    name, label, op_type, dtype, value.shape, same.stats, same.histogram
+                )
             else:
-                self.batch_bytes += getattr(value, "nbytes", 0)
-            records[name] = None
-            batch.append(pending)
-            if self.batch_bytes >= BATCH_BYTES or len(batch) >= BATCH_TENSORS:
-                self.submit()
-                batch = self.batch
+                found = record(name, label, op_type, value, bins)
+            made[name] = found
             outs = node_outputs.get(label)
             if outs is None:
                 node_outputs[label] = [name]
             else:
                 outs.append(name)
 
-    def add_all(self, segments: Iterable[list[Produced]]) -> None:
-        """Every value of a run, a segment at a time (no reference to the last segment's
-        values outlives the loop)."""
-        for made in segments:
-            try:
-                self.add_segment(made)
-            except BaseException:  # Ctrl-C: a kept traceback holds at most the value at hand
-                made.clear()
-                raise
-
-    def segment_done(self, nodes: int) -> None:
-        """onnxruntime is about to run the next segment: hand over what waits."""
-        self.submit()
-        if self.progress is not None:
-            self.progress(nodes)
-
-    def submit(self) -> None:
-        if self.batch:
-            batch = self.batch
-            self.background.submit(lambda: [self._record(p) for p in batch], self.batch_bytes)
-            self.batch, self.batch_bytes = [], 0
-
-    def _record(self, p: _Pending) -> TensorRecord:
-        """On the background thread, in execution order (so a source is always made)."""
-        source = self.made.get(p.same_as) if p.same_as else None
-        if source is not None:
-            made = TensorRecord(
-                p.name, p.node, p.op_type, p.dtype, p.shape, source.stats, source.histogram
-            )
-        else:
-            made = record(p.name, p.node, p.op_type, p.value, self.bins)
-        self.made[p.name] = made
-        return made
-
     def close(self) -> None:
-        """Wait for every batch and stop the thread; a batch that failed raises here."""
-        self.submit()
+        """Wait for every segment's records and stop the thread; a job that failed raises
+        here."""
         try:
-            for records in self.background.results():
-                for done in records:
-                    self.records[done.name] = done
+            for _ in self.background.results():
+                pass
         except Exception as exc:
             raise RunError(f"computing the activations' statistics failed: {exc!r}") from exc
         finally:
@@ -595,14 +574,12 @@ class Collector:
 
     def abandon(self) -> None:
         """Stop the thread without waiting for what is queued (the run is being left)."""
-        self.batch = []
         self.background.close()
 
     def result(self, execution: Execution, feeds: dict[str, np.ndarray]) -> RunResult:
         self.close()
-        records = {name: r for name, r in self.records.items() if r is not None}
         return RunResult(
-            tensors=records,
+            tensors=self.made,
             outputs=self.outputs,
             values=self.values,
             feeds=feeds,
@@ -625,19 +602,6 @@ def _own_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_own_copy(item) for item in value]
     return np.array(value) if isinstance(value, np.ndarray) else value
-
-
-@dataclass
-class _Pending:
-    """A captured value waiting for its statistics (or for its source's, ``same_as``)."""
-
-    name: str
-    node: str
-    op_type: str
-    value: Any
-    same_as: str = ""
-    dtype: str = ""
-    shape: tuple[int, ...] = ()
 
 
 def record(name: str, node: str, op_type: str, value: Any, bins: int) -> TensorRecord:
