@@ -66,6 +66,7 @@ class Scope:
     node_count: int = 0  # nodes in the whole subtree, constants included
     param_count: int = 0
     first: int = 0  # smallest node index in the subtree: orders siblings
+    row: int = -1  # position in the tree's preorder (its subtree: the rows that follow)
     _ops: Counter[str] | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
@@ -119,6 +120,8 @@ class ScopeTree:
             pending += [group for group in groups if group.items > SCOPE_ITEMS_MAX]
         #: Every scope, parents before children (``root.walk()``): the tree is final here.
         self.preorder: list[Scope] = list(self.root.walk())
+        for row, scope in enumerate(self.preorder):
+            scope.row = row
 
     # -- lookups ----------------------------------------------------------------
     def find(self, path: str) -> Scope | None:
@@ -149,7 +152,7 @@ class ScopeTree:
                 self._sum_ops(graph, scope)
                 assert scope._ops is not None
                 return scope._ops
-            start, end = table.span[id(scope)]
+            start, end = scope.row, table.ends[scope.row]
             row = table.prefix[end] - table.prefix[start]
             names = table.op_names
             scope._ops = Counter({names[k]: int(row[k]) for k in np.flatnonzero(row)})
@@ -180,25 +183,22 @@ class ScopeTree:
 
     def _make_op_table(self, graph: Graph) -> _OpTable | None:
         order = self.preorder  # a subtree is a run of rows
-        row_of = dict(zip(map(id, order), range(len(order))))
         # Maps at C speed: a Python expression per node costs ~0.1 s at 100,000 nodes.
         raw_ops = list(map(attrgetter("op_type"), graph.nodes))
         codes = {op: k for k, op in enumerate(dict.fromkeys(raw_ops))}
         if (len(order) + 1) * len(codes) > _OP_TABLE_CELLS:
             return None
         op_code = np.fromiter(map(codes.__getitem__, raw_ops), np.int64, len(raw_ops))
-        rows = np.fromiter(
-            map(row_of.__getitem__, map(id, self.node_scope)), np.int64, len(raw_ops)
-        )
+        rows = np.fromiter(map(_ROW, self.node_scope), np.int64, len(raw_ops))
         width = max(len(codes), 1)
         cells = np.bincount((rows + 1) * width + op_code, minlength=(len(order) + 1) * width)
         counts = cells.astype(np.int32).reshape(len(order) + 1, width)
-        size: dict[int, int] = {}
+        # Where each subtree's rows end: after its last child's (children come in order).
+        ends = [0] * len(order)
         for scope in reversed(order):
-            size[id(scope)] = 1 + sum(map(size.__getitem__, map(id, scope.children)))
-        span = {id(scope): (k, k + size[id(scope)]) for k, scope in enumerate(order)}
+            ends[scope.row] = ends[scope.children[-1].row] if scope.children else scope.row + 1
         names = [as_text(op) for op in codes]  # distinct ops only
-        return _OpTable(names, np.cumsum(counts, axis=0), span)
+        return _OpTable(names, np.cumsum(counts, axis=0), ends)
 
     # -- building ---------------------------------------------------------------
     def _scope_for(self, prefix: str) -> Scope:
@@ -471,7 +471,10 @@ _OP_TABLE_CELLS = 16_000_000
 class _OpTable:
     op_names: list[str]  # column → operator
     prefix: np.ndarray  # row k: counts of the first k scopes in preorder (row 0: zeros)
-    span: dict[int, tuple[int, int]]  # id(scope) → rows [start, end) of its subtree
+    ends: list[int]  # row of a scope → the row its subtree ends before
+
+
+_ROW = attrgetter("row")
 
 
 def _first_index(scope: Scope) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import xml.etree.ElementTree as ET
+from collections import Counter
 
 import numpy as np
 import onnx
@@ -13,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_explorer as ox
 from onnx_explorer.model import SCOPE_DEPTH_MAX, scope_parts
+from onnx_explorer.views import _scopes as scopes_module
 from onnx_explorer.views._drawing import build_dot
 from onnx_explorer.views._quoting import dot_string, one_line
 from onnx_explorer.views._scopes import SCOPE_ITEMS_MAX, first_view, open_scopes, scope_tree
@@ -93,6 +95,25 @@ def test_parameter_counts_come_from_the_shapes_without_making_tensors():
     assert [tree.find(p).param_count for p in ("a", "a/b", "c")] == [22, 7, 8]
     assert tree.root.param_count == 30
     assert not graph.initializers._made  # counted from the shapes alone
+
+
+@pytest.mark.parametrize("table", [True, False], ids=["one table", "summed children"])
+def test_operator_counts_of_every_scope_are_those_of_its_subtree(table, monkeypatch):
+    if not table:  # too many scopes × operators for a table: children's counts are summed
+        monkeypatch.setattr(scopes_module, "_OP_TABLE_CELLS", 0)
+    names = [f"/m/l{i % 3}/b{i % 2}/Op" for i in range(24)] + ["/m/Op", "Op", "/x//y/Op"]
+    model = _model(names)
+    ops = ["Add", "Mul", "Relu"]
+    for i, node in enumerate(model.graph.node):
+        node.op_type = ops[i % 3] if i % 5 else "Sub"
+        if node.op_type == "Relu":
+            del node.input[1:]
+    graph = ox.load(model).graph
+    tree = scope_tree(graph)
+    for scope in tree.preorder:
+        expected = Counter(graph.nodes[i].op_type for i in scope.subtree_nodes())
+        assert tree.ops(graph, scope) == expected, scope.path
+    assert sum(tree.ops(graph, tree.root).values()) == len(names)
 
 
 def test_numbered_names_are_split_into_groups_of_consecutive_nodes():
