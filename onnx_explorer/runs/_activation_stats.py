@@ -18,8 +18,7 @@ with the same definitions, from native-dtype reductions:
 - percentiles from a sample of about ``SAMPLE_SIZE`` values (all the values below it,
   and then exact) at positions of a golden-ratio sequence: spread evenly over the tensor
   without a fixed stride, so the sample cannot alias with the channel and spatial sizes
-  real layouts are made of; the ranks they fall between placed by ``np.partition``.
-  ``exact_percentiles`` says which.
+  real layouts are made of. ``exact_percentiles`` says which.
 
 Nothing is widened whole: an int8 or float16 activation is converted a chunk at a time,
 so the extra memory stays a few hundred kilobytes whatever the tensor's size.
@@ -88,8 +87,12 @@ def activation_stats(value: np.ndarray) -> TensorStats | None:
         mean, variance = _centred(flat)
     if not (math.isfinite(mean) and math.isfinite(variance)):
         return None
-    zeros = _zeros(flat) if low <= 0 <= high else 0
-    p1, p50, p99, exact = _percentiles(flat)
+    if low == high:  # every value is low: its zeros and percentiles without a pass
+        zeros, exact = (n if low == 0 else 0), n <= SAMPLE_SIZE
+        p1 = p50 = p99 = float(low)
+    else:
+        zeros = _zeros(flat) if low <= 0 <= high else 0
+        p1, p50, p99, exact = _percentiles(flat)
     return TensorStats(
         count=n,
         min=low,
@@ -158,15 +161,16 @@ def _zeros(flat: np.ndarray) -> int:
 
 
 def _percentiles(flat: np.ndarray) -> tuple[float, float, float, bool]:
-    """p1, p50, p99 (numpy's linear interpolation) of the values or of a sample: the
-    few ranks they fall between put in place by one partition (not a whole sort)."""
+    """p1, p50, p99 (numpy's linear interpolation) of the values or of a sample.
+
+    Sorted whole (numpy's SIMD sort): ``np.partition`` at the six ranks needed was
+    faster on random values but 2.3× slower on real activations (19 against 8 µs a
+    1,024-value sample in the 20,000-node capture: their many equal values)."""
     n = flat.size
     exact = n <= SAMPLE_SIZE
-    sample = flat if exact else flat[_sample_positions(n)]
-    ranks, lerps = _ranks(sample.size)
-    placed = np.partition(sample, ranks)
+    placed = np.sort(flat if exact else flat[_sample_positions(n)])
     found = []
-    for below, above, t in lerps:
+    for below, above, t in _lerps(placed.size):
         a, b = float(placed[below]), float(placed[above])
         # numpy's _lerp: from the nearer end, so equal neighbours give that value exactly
         found.append(b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t)
@@ -174,17 +178,16 @@ def _percentiles(flat: np.ndarray) -> tuple[float, float, float, bool]:
 
 
 @functools.lru_cache(maxsize=256)
-def _ranks(size: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, float], ...]]:
-    """The ranks ``_PERCENTILES`` fall between in ``size`` sorted values, and per
-    percentile (rank below, rank above, fraction of the way): numpy's 'linear' method."""
+def _lerps(size: int) -> tuple[tuple[int, int, float], ...]:
+    """Per percentile of ``_PERCENTILES`` in ``size`` sorted values: the rank below, the
+    rank above and the fraction of the way between them (numpy's 'linear' method)."""
     last = size - 1
-    lerps = []
+    found = []
     for p in _PERCENTILES:
         position = p / 100.0 * last
         below = int(position)
-        lerps.append((below, min(below + 1, last), position - below))
-    ranks = tuple(sorted({r for below, above, _ in lerps for r in (below, above)}))
-    return ranks, tuple(lerps)
+        found.append((below, min(below + 1, last), position - below))
+    return tuple(found)
 
 
 @functools.lru_cache(maxsize=256)  # a run has few distinct sizes (8 KB each)

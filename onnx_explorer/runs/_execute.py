@@ -146,8 +146,8 @@ class Execution:
         return True
 
     def _run(self, segment: list[int], live: dict[str, Any]) -> list[Produced]:
-        graph = self.plan.graph
-        produced = [(i, name) for i in segment for name in graph.node[i].output if name]
+        made = self.plan.outputs
+        produced = [(i, name) for i in segment for name in made[i]]
         outputs = [name for _, name in produced]
         data = segment_model(self.plan, segment, live, outputs)
         limits = self.limits

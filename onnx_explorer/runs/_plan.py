@@ -45,6 +45,7 @@ class Plan:
     base_dir: Path | None
     order: list[int]  # node indices in execution order
     needs: list[tuple[str, ...]]  # per node: every value it reads (bodies' outer names too)
+    outputs: list[tuple[str, ...]]  # per node: the values it makes (no empty names)
     initializers: dict[str, onnx.TensorProto]
     not_captured: list[str] = field(default_factory=list)
     bodied: frozenset[int] = frozenset()  # nodes with a graph attribute (If, Loop, Scan)
@@ -136,8 +137,11 @@ def plan(model: onnx.ModelProto, base_dir: Path | None) -> Plan:
             for body in _bodies(attr):
                 not_captured.extend(_body_values(body))
                 bodied.add(index)
-    order = _topological(graph, needs)
-    return Plan(model, base_dir, order, needs, initializers, not_captured, frozenset(bodied))
+    outputs = [tuple(n for n in node.output if n) for node in graph.node]
+    order = _topological(graph, needs, outputs)
+    return Plan(
+        model, base_dir, order, needs, outputs, initializers, not_captured, frozenset(bodied)
+    )
 
 
 def check_text(graph: onnx.GraphProto) -> None:
@@ -189,13 +193,14 @@ def _outer_names(node: onnx.NodeProto) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _topological(graph: onnx.GraphProto, needs: list[tuple[str, ...]]) -> list[int]:
+def _topological(
+    graph: onnx.GraphProto, needs: list[tuple[str, ...]], outputs: list[tuple[str, ...]]
+) -> list[int]:
     """Kahn's order, stable (file order among ready nodes)."""
     producer: dict[str, int] = {}
-    for i, node in enumerate(graph.node):
-        for name in node.output:
-            if name:
-                producer[name] = i
+    for i, names in enumerate(outputs):
+        for name in names:
+            producer[name] = i
     waiting = [0] * len(graph.node)
     consumers: dict[int, list[int]] = {}
     for i, names in enumerate(needs):

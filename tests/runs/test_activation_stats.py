@@ -100,6 +100,20 @@ def test_float32_sums_are_near_float64(n):
     assert got.std == pytest.approx(exact.std(), rel=1e-6)
 
 
+@pytest.mark.parametrize(
+    "values",
+    [np.zeros((64, 100), np.float32), np.full(3000, -2.5, np.float16), np.full(7, 9, np.int64),
+     np.zeros(1, np.uint8)],
+    ids=["zeros", "float16-fill", "int64-fill", "one-zero"],
+)  # fmt: skip
+def test_a_constant_tensor_needs_no_pass_and_matches_numpy(values):
+    got = activation_stats(values)
+    _same(got, array_stats(values))
+    want = np.percentile(values.astype(np.float64), [1, 50, 99])
+    assert (got.p1, got.p50, got.p99) == tuple(want)
+    assert got.exact_percentiles == (values.size <= SAMPLE_SIZE)
+
+
 def test_cancellation_is_computed_centred():
     """std of 1000 + N(0, 1e-3) in float32: E[x²] − mean² in float32 would be noise."""
     values = np.float32(1000) + (RNG.standard_normal(50_000) * 1e-3).astype(np.float32)
