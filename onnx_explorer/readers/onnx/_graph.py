@@ -423,7 +423,8 @@ def _may_hold_body(domain: str, op_type: str) -> bool:
         schema = onnx.defs.get_schema(op_type, "" if domain == "ai.onnx" else domain)
     except onnx.defs.SchemaError:
         return True
-    return any(a.type in _BODY_TYPES for a in schema.attributes.values())
+    body_types = (onnx.defs.OpSchema.AttrType.GRAPH, onnx.defs.OpSchema.AttrType.GRAPHS)
+    return any(a.type in body_types for a in schema.attributes.values())
 
 
 # -- graphs ------------------------------------------------------------------------
