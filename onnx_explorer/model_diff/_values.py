@@ -160,8 +160,11 @@ def _bytes_equal(a: Tensor, b: Tensor) -> bool:
     """Whether the two tensors (same dtype and shape) hold the same bits: their stored bytes
     read into two reused buffers and compared with memcmp where both are stored as bytes,
     else their decoded values chunk by chunk."""
-    buffer_a = np.empty(_BYTES_CHUNK, np.uint8)
-    buffer_b = np.empty(_BYTES_CHUNK, np.uint8)
+    # Sized to the tensors (a page at least): two 4 MB buffers per pair of 256-byte weights
+    # cost an mmap and munmap each (10 µs) whenever the allocator maps blocks that large.
+    size = min(_BYTES_CHUNK, max(a.nbytes, b.nbytes, 4096))
+    buffer_a = np.empty(size, np.uint8)
+    buffer_b = np.empty(size, np.uint8)
     pieces_a, pieces_b = a.iter_stored_bytes(buffer_a), b.iter_stored_bytes(buffer_b)
     if pieces_a is not None and pieces_b is not None:
         # Both stored as bytes: the same length (dtype and shape agree), cut the same way,
