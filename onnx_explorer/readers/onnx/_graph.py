@@ -203,14 +203,16 @@ class _Columns:
 
     def protos(self) -> list[Any]:
         if self._protos is None:
-            self._protos = list(self._container)
+            with _bulk():
+                self._protos = list(self._container)
         return self._protos
 
     def attribute_counts(self) -> list[int]:
         """How many attributes each node has (read once: the drawing and the repeated
         blocks' detection both ask)."""
         if self._attribute_counts is None:
-            self._attribute_counts = list(map(len, map(attrgetter("attribute"), self.protos())))
+            with _bulk():  # a wrapper per node: young collections would scan them all
+                self._attribute_counts = list(map(len, map(attrgetter("attribute"), self.protos())))
         return self._attribute_counts
 
     def make_nodes(self, graph: Graph) -> list[Node]:
@@ -489,10 +491,11 @@ class _GraphParts:
         rest = [i for i in compress(range(len(protos)), counts) if ops[i] not in CONSTANT_OPS]
         attributes = map(attrgetter("attribute"), map(protos.__getitem__, rest))
         serialize = onnx.AttributeProto.SerializeToString
-        for i, digest in zip(
-            rest, map(b"".join, map(map, repeat(serialize), attributes)), strict=True
-        ):
-            digests[i] = digest
+        with _bulk():
+            for i, digest in zip(
+                rest, map(b"".join, map(map, repeat(serialize), attributes)), strict=True
+            ):
+                digests[i] = digest
         return digests
 
     def attribute_fingerprints(self) -> tuple[str, list[Hashable | None]]:
