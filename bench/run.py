@@ -17,63 +17,91 @@ session, no statistics, every value held to the end, so over the memory budget o
 graphs), and "capture, no statistics" is ``onnx_explorer.run`` with the statistics
 replaced by nothing (its segments, within the budget). ``onnx_explorer.run`` captures
 every tensor (streamed statistics) once, a first run, and reports reading the model,
-planning and building its segment sessions apart from the rest (every child imports
-onnxruntime before the clock starts). Peak memory is the child's peak RSS.
+planning, and building and releasing its segment sessions apart from the rest (every
+child imports onnxruntime before the clock starts); making each segment's model stays
+in the run part. Peak memory is the child's peak RSS.
 Target (issue 30, restated from issue 17's 2× the plain run): capture time after session
 creation ≤ 1.5× the floor "every tensor an output" (its warm run); peak ≤ plain + 2× the
 largest activation + 64 MB. ``--rounds`` fresh processes per contender, interleaved;
 ratios are taken within a round. The floor's first run (a fresh session's, as a capture
 is) is shown beside its warm one.
 
-What changed for issue 30, and why (profile of the narrow 20,000-node capture, with the
-machine shared by other jobs, so CPU seconds are the steadier figure):
+Where the run part goes now (narrow 20,000 nodes, 55 segments; wall time of the run's
+own thread, best of several runs when the machine was least loaded):
 
-- onnxruntime's intra-op threads spin-waited between the capture's small kernels: both
-  cores busy, the statistics thread starved. Segment sessions no longer spin
-  (``session.intra_op.allow_spinning=0``): CPU of the whole capture 4.35 → 3.07 s, its
-  run part 1.72–2.77 → 1.45–2.02 s in interleaved pairs; without statistics 3.7 → 2.4 s.
-- ``problem_nodes`` built an index of every node's outputs even when no tensor held a
-  NaN or Inf (~50 ms at 20,000 nodes); it returns at once then.
-- Where the rest goes (cProfile of the run after ``prepare``, statistics off): of 2.67 s,
-  1.21 s building 55 segment sessions (reported apart), 0.61 s in onnxruntime's runs,
-  and ~0.4 s of Python around them: making each segment's model (55 × 3 ms), handing
-  20,000 values one by one to the collector (~10 µs each). With statistics, a thread
-  computes them: 0.78 s of CPU for 15,663 tensors (4,320 rearranged ones reuse their
-  input's), ~30 µs a 32 KB tensor, of which min/max 3, sums 6, zeros 2.5, percentiles
-  (sort of a 1,024 sample) 10, and ~10 of Python; its Python competes with the main
-  thread's for the GIL.
-- Not done: statistics made lazy (min/max and the sample during the run, sums, zeros and
-  histograms when a tensor is looked at). It saves the sums and zeros (~30 % of the
-  statistics' CPU) but a lazy value must be recomputable, and with the memory budget the
-  values are gone: recomputing one tensor means re-running every segment up to it, and
-  ``compare``, the CLI and ``to_json`` read every tensor's mean and std.
+- onnxruntime's runs: 0.33–0.36 s. That is the floor model's own warm run with the
+  intra-op threads not spinning (0.35–0.44 s; 0.29 s as the floor is measured, spinning):
+  the segments' first runs cost no more than warm ones (the shared arena is warm after
+  the first segment). Spinning stays off: on, the run part went 0.76–0.79 → 1.17–1.49 s
+  and the sessions 1.4–1.6 → 2.4–3.8 s, the spinning threads taking the cores from the
+  statistics thread and from the session builds.
+- making 55 segment models: 0.067 s; the run thread's loop over segments and values
+  (live values, bytes made, the next segment's size): 0.05 s; after the last segment
+  (its statistics, the quantize check, problem nodes, the arena shrink): 0.04 s.
+- the statistics: 0.68–0.72 s of CPU on their own thread (15,663 tensors, 1.2 GB; a
+  32 KB tensor 35–38 µs, twice its cost on an idle core), almost all of it while the
+  next segment's session is built, which the run part does not count.
 
-Why the time target is out of reach with onnxruntime, measured on the narrow 2,000-node
-graph (plain run 15–17 ms):
+So the run part is about 0.50–0.55 s against a warm floor of 0.29–0.30 s: 1.7–1.85× on
+an idle machine, **target 1.5× not met**. onnxruntime's runs alone are 1.15–1.2× the
+floor (its spinning threads, which a capture cannot afford on 2 cores), and what is
+left, 0.15 s of Python for 55 segments and 20,000 values, is the other 0.5×. On the
+shared machine the ratio is lower (the floor's two spinning threads suffer more from
+other jobs than the capture does): 0.9–1.15× at load 2.5–3.6. Against the floor's
+first run, the like-for-like comparison for a capture of fresh sessions, it is
+0.3–0.45×.
 
-- Returning every tensor stops onnxruntime's fusions (MatMul+Add, Gelu, attention
-  parts) and makes it write each value to its own buffer: "every tensor an output",
-  with no statistics at all, is already 2.0–2.2× (34–38 ms; 2.6–2.7× at 20,000 nodes).
-- Within the memory budget the values come out a segment at a time; a first run in a
-  fresh process faults in every page the arena grows into, and the arena hands its
-  peak back after each run: "capture, no statistics" is 4.3–6.9×.
-- The statistics of 149 MB of activations (1,540 tensors once rearranging ops reuse
-  their input's) take ~100 ms of one core: about 13 µs of Python and call overhead per
-  tensor and six passes over each (min, max, sum, sum of squares, zeros, a 1,024-value
-  sample). A second statistics thread made it slower (the GIL: most tensors are 32–256
-  KB, where numpy's calls cost as much as their work).
-- Reductions inside the graph (one session, each float output reduced while in cache)
-  cost more than numpy: ReduceMin/Max/Sum per tensor 64 ms (4×), with ReduceSumSquare
-  75 ms, with a zero count (Equal, Cast, ReduceSum) 108 ms; same-shape tensors
-  concatenated and reduced together 155 ms (onnxruntime's Sign, Concat and
-  ReduceSumSquare kernels are slow, and its per-node overhead is ~12 µs).
-- Stacking same-size small tensors into one matrix for row-wise numpy reductions, or
-  one buffer reduced with ``reduceat``: 23 and 87 µs per tensor against 27–33 alone.
+What changed for issue 30, and why:
+
+- The run's thread does no work per value. ``Execution.segments()`` hands over one list
+  per onnxruntime run, and the whole list goes to the statistics thread, which makes
+  the records, names and kept copies (was a generator step and a collector call per
+  value on the run's thread: 0.075 s of 20,000 hand-offs, then 0.006 s). A Ctrl-C
+  mid-segment clears the list, so a kept traceback pins only the value at hand.
+- The statistics queue holds two segments (48 MB, was 16 MB): a segment's statistics
+  are computed while the next session is built, instead of the run waiting for them
+  (0.22–0.28 s of waiting, then 0.005 s). Peak RSS 216 → 234 MB (budget 428 MB).
+- Statistics: sum and sum of squares by two BLAS dots (``x·1``, ``x·x``) a chunk: 2–3×
+  faster than einsum and more precise (~1e-8 against ~3e-7 of the sum of magnitudes);
+  OpenBLAS's level-1 dots start no threads here (CPU = wall up to 8M values, unchanged
+  beside two busy loops). A constant tensor's zeros and percentiles need no pass.
+  Statistics CPU in the capture 0.80–0.86 → 0.68–0.72 s.
+- One worker thread per run makes its onnxruntime calls (a thread started per call:
+  111 starts took 0.16 s under cProfile, each waiting for the new thread to get the GIL).
+- Segment models built by whole-list calls (values read found by one ``dict.fromkeys``,
+  nodes, inputs and initializers added by one ``extend`` each, only nodes with a body
+  made stoppable): 0.11 → 0.067 s. Each node's outputs are read once, with the
+  topological order; the timeout check makes its message only when it raises (it
+  labelled every node of every segment: 0.02 s).
+- Releasing a segment's session (its kernels and plans) is counted with building it,
+  in "read, plan, sessions", as the floor's session is never released in its timing.
+- Earlier for issue 30: segment sessions do not spin (above), and ``problem_nodes``
+  builds no producer index when nothing is non-finite (~50 ms).
+
+Tried and not kept: ``np.partition`` at the six ranks p1/p50/p99 fall between instead
+of sorting the 1,024-value sample (4.4 against 6.7 µs on random values, but 19 against
+8 µs on the capture's activations, which hold many equal values); one intra-op thread
+per segment session (run part −5 % here, but it would halve onnxruntime's speed on
+models whose kernels are worth two threads); segments of 48 MB (run part −5 %, peak
++57 MB); a 0.2 ms GIL switch interval (no gain: the two threads' Python interleaved
+more). Not done: statistics made lazy (min/max and the sample during the run, sums and
+zeros when a tensor is looked at): with the memory budget the values are gone, so
+recomputing one means re-running every segment up to it, and ``compare``, the CLI and
+``to_json`` read every tensor's mean and std.
+
+What a capture cannot avoid, measured on the narrow 2,000-node graph (plain run
+15–17 ms): returning every tensor stops onnxruntime's fusions (MatMul+Add, Gelu,
+attention parts) and makes it write each value to its own buffer ("every tensor an
+output" is 2.0–2.2× plain, 2.6–2.7× at 20,000 nodes); reductions inside the graph cost
+more than numpy (ReduceMin/Max/Sum per tensor 4×, onnxruntime's per-node overhead is
+~12 µs); stacking same-size small tensors for row-wise numpy reductions, or one buffer
+reduced with ``reduceat``: 23 and 87 µs per tensor against 27–33 alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -207,6 +235,7 @@ def main() -> None:
     if args.only:
         nodes_text, width_text = args.only.split(":")
         cases = [(int(nodes_text), width_text)]
+    loads = [os.getloadavg()[0]]  # the machine is shared: the 1-minute load, per round
     for target, width in cases:
         if args.quick and target > 2_000:
             continue
@@ -221,6 +250,14 @@ def main() -> None:
                 runs["marked"].append(child(PLAIN_SETUP, PLAIN_STMT, marked_path))
                 runs["bare"].append(child(CAPTURE_SETUP + NO_STATS, CAPTURE_STMT, path))
                 runs["capture"].append(child(CAPTURE_SETUP, CAPTURE_STMT, path))
+                loads.append(os.getloadavg()[0])
+                print(
+                    f"  round: capture {runs['capture'][-1]['run_seconds']:.3f} s, floor "
+                    f"{runs['marked'][-1]['run_seconds']:.3f} s (first run "
+                    f"{runs['marked'][-1]['first_seconds']:.3f} s), no statistics "
+                    f"{runs['bare'][-1]['run_seconds']:.3f} s, load {loads[-1]:.1f}",
+                    flush=True,
+                )
         plain, marked, bare, capture = (runs[k] for k in ("plain", "marked", "bare", "capture"))
 
         def col(which: list[dict], key: str) -> list[float]:
@@ -255,7 +292,8 @@ def main() -> None:
         "# onnx_explorer.run: capture every tensor vs a plain onnxruntime run", "",
         f"{today()}, {machine_description()}, onnxruntime {package_version('onnxruntime')}; "
         f"{args.rounds} rounds of fresh processes, contenders interleaved; times and "
-        "ratios min / median (a ratio within a round).",
+        "ratios min / median (a ratio within a round); 1-minute load average "
+        f"{min(loads):.1f}–{max(loads):.1f} (2 cores shared with other jobs).",
         "", (__doc__ or "").strip(), "", markdown_table(header, rows), "",
     ])  # fmt: skip
     print(write_result("run", text))

@@ -329,3 +329,24 @@ def test_a_loop_body_name_that_is_not_utf8_is_a_run_error():
         ox.run(data, {"x": np.ones(1, np.float32)})
     failure = caught.value.result.failure
     assert failure is not None and failure.node == "loop"
+
+
+def test_one_worker_thread_makes_a_runs_calls_and_one_left_running_is_replaced(monkeypatch):
+    """A run's onnxruntime calls share one thread; a call left running past the deadline
+    keeps its thread (ended after it), the next call gets a new one, and close() ends it."""
+    from onnx_explorer.runs import _limits
+
+    monkeypatch.setattr(_limits, "STOP_GRACE", 0.05)
+    worker, no_deadline, gate = _limits.Worker(), _limits.Limits(), threading.Event()
+    first = _limits.call(threading.get_ident, no_deadline, None, worker)
+    assert _limits.call(threading.get_ident, no_deadline, None, worker) == first
+    with pytest.raises(_limits.Expired):
+        _limits.call(lambda: gate.wait(5), _limits.Limits.start(0.05, None), None, worker)
+    second = _limits.call(threading.get_ident, no_deadline, None, worker)
+    assert second != first
+    gate.set()
+    worker.close()
+    deadline = time.monotonic() + 5
+    while {first, second} & {t.ident for t in threading.enumerate()}:
+        assert time.monotonic() < deadline, "a worker thread did not end"
+        time.sleep(0.01)
