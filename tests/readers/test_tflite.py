@@ -16,7 +16,7 @@ import pytest
 import tflite
 from locations import CORPUS
 
-from onnx_explorer.errors import ModelFormatError
+from onnx_explorer.errors import ModelFormatError, TensorDataError
 from onnx_explorer.metrics import metrics
 from onnx_explorer.model import Model
 from onnx_explorer.readers.tflite import (
@@ -488,3 +488,247 @@ def test_without_the_schema_package_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", blocked)
     with pytest.raises(ImportError, match=r"pip install 'onnx_explorer\[tflite\]'"):
         read_tflite_file(JARVIS)
+
+
+# -- sparse tensors: densified as DENSIFY makes them ---------------------------------------
+def _encode_sparse(
+    dense: np.ndarray,
+    formats: list[int],
+    order: list[int],
+    block_map: list[int],
+    block: list[int],
+) -> tuple[np.ndarray, list[tuple[int, list[int], list[int]]]]:
+    """The stored values and per-level (dense size, segments, indices) of ``dense`` in
+    TFLite's format: the dense array reshaped into (dims / blocks, blocks), walked level by
+    level in ``order``; a SPARSE_CSR level keeps only the indices under which a value is
+    not zero."""
+    rank = dense.ndim
+    sizes = [d // dict(zip(block_map, block)).get(k, 1) for k, d in enumerate(dense.shape)]
+    sizes += block
+
+    def value_at(idx: list[int]) -> Any:
+        orig = [0] * rank
+        for level in range(rank):
+            orig[order[level]] = idx[level]
+        for level in range(rank, len(order)):
+            b = order[level] - rank
+            orig[block_map[b]] = orig[block_map[b]] * block[b] + idx[level]
+        return dense[tuple(orig)]
+
+    def subtree_nonzero(idx: list[int], level: int) -> bool:
+        if level == len(order):
+            return bool(value_at(idx) != 0)
+        return any(subtree_nonzero([*idx, i], level + 1) for i in range(sizes[order[level]]))
+
+    levels: list[tuple[int, list[int], list[int]]] = [
+        (sizes[order[k]], [0], []) for k in range(len(order))
+    ]
+    values: list[Any] = []
+
+    def walk(idx: list[int], level: int) -> None:
+        if level == len(order):
+            values.append(value_at(idx))
+            return
+        size = sizes[order[level]]
+        if formats[level] == tflite.DimensionType.DENSE:
+            for i in range(size):
+                walk([*idx, i], level + 1)
+            return
+        kept = [i for i in range(size) if subtree_nonzero([*idx, i], level + 1)]
+        _, segments, indices = levels[level]
+        indices += kept
+        segments.append(len(indices))
+        for i in kept:
+            walk([*idx, i], level + 1)
+
+    walk([], 0)
+    return np.array(values, dense.dtype), levels
+
+
+def build_densify_model(
+    dense: np.ndarray,
+    formats: list[int],
+    order: list[int],
+    block_map: list[int],
+    block: list[int],
+) -> bytes:
+    """A sparse float32 constant → DENSIFY → the graph's output."""
+    stored, levels = _encode_sparse(dense, formats, order, block_map, block)
+    b = flatbuffers.Builder(1024)
+    buffers = []
+    for raw in (None, stored.tobytes(), None):
+        data = b.CreateByteVector(raw) if raw is not None else None
+        tflite.BufferStart(b)
+        if data is not None:
+            tflite.BufferAddData(b, data)
+        buffers.append(tflite.BufferEnd(b))
+    metas = []
+    for fmt, (size, segments, indices) in zip(formats, levels, strict=True):
+        seg_vec = idx_vec = None
+        if fmt == tflite.DimensionType.SPARSE_CSR:
+            vectors = []
+            for values in (segments, indices):  # uint8 and int32 index vectors both occur
+                if max(values, default=0) < 256:
+                    vec = _vector(b, tflite.Uint8VectorStartValuesVector, values, "PrependUint8")
+                    tflite.Uint8VectorStart(b)
+                    tflite.Uint8VectorAddValues(b, vec)
+                    vectors.append((tflite.SparseIndexVector.Uint8Vector, tflite.Uint8VectorEnd(b)))
+                else:
+                    vec = _vector(b, tflite.Int32VectorStartValuesVector, values, "PrependInt32")
+                    tflite.Int32VectorStart(b)
+                    tflite.Int32VectorAddValues(b, vec)
+                    vectors.append((tflite.SparseIndexVector.Int32Vector, tflite.Int32VectorEnd(b)))
+            seg_vec, idx_vec = vectors
+        tflite.DimensionMetadataStart(b)
+        tflite.DimensionMetadataAddFormat(b, fmt)
+        tflite.DimensionMetadataAddDenseSize(b, size)
+        if seg_vec is not None and idx_vec is not None:
+            tflite.DimensionMetadataAddArraySegmentsType(b, seg_vec[0])
+            tflite.DimensionMetadataAddArraySegments(b, seg_vec[1])
+            tflite.DimensionMetadataAddArrayIndicesType(b, idx_vec[0])
+            tflite.DimensionMetadataAddArrayIndices(b, idx_vec[1])
+        metas.append(tflite.DimensionMetadataEnd(b))
+    order_vec = _vector(
+        b, tflite.SparsityParametersStartTraversalOrderVector, order, "PrependInt32"
+    )
+    map_vec = _vector(b, tflite.SparsityParametersStartBlockMapVector, block_map, "PrependInt32")
+    meta_vec = _vector(b, tflite.SparsityParametersStartDimMetadataVector, metas,
+                       "PrependUOffsetTRelative")  # fmt: skip
+    tflite.SparsityParametersStart(b)
+    tflite.SparsityParametersAddTraversalOrder(b, order_vec)
+    tflite.SparsityParametersAddBlockMap(b, map_vec)
+    tflite.SparsityParametersAddDimMetadata(b, meta_vec)
+    sparsity = tflite.SparsityParametersEnd(b)
+    tensors = []
+    for name, buffer, sparse in (("weights", 1, True), ("dense", 2, False)):
+        name_off = b.CreateString(name)
+        shape_off = _vector(b, tflite.TensorStartShapeVector, list(dense.shape), "PrependInt32")
+        tflite.TensorStart(b)
+        tflite.TensorAddShape(b, shape_off)
+        tflite.TensorAddType(b, tflite.TensorType.FLOAT32)
+        tflite.TensorAddBuffer(b, buffer)
+        tflite.TensorAddName(b, name_off)
+        if sparse:
+            tflite.TensorAddSparsity(b, sparsity)
+        tensors.append(tflite.TensorEnd(b))
+    op_in = _vector(b, tflite.OperatorStartInputsVector, [0], "PrependInt32")
+    op_out = _vector(b, tflite.OperatorStartOutputsVector, [1], "PrependInt32")
+    tflite.OperatorStart(b)
+    tflite.OperatorAddOpcodeIndex(b, 0)
+    tflite.OperatorAddInputs(b, op_in)
+    tflite.OperatorAddOutputs(b, op_out)
+    op = tflite.OperatorEnd(b)
+    tensors_vec = _vector(b, tflite.SubGraphStartTensorsVector, tensors, "PrependUOffsetTRelative")
+    ops_vec = _vector(b, tflite.SubGraphStartOperatorsVector, [op], "PrependUOffsetTRelative")
+    sg_in = _vector(b, tflite.SubGraphStartInputsVector, [], "PrependInt32")
+    sg_out = _vector(b, tflite.SubGraphStartOutputsVector, [1], "PrependInt32")
+    tflite.SubGraphStart(b)
+    tflite.SubGraphAddTensors(b, tensors_vec)
+    tflite.SubGraphAddInputs(b, sg_in)
+    tflite.SubGraphAddOutputs(b, sg_out)
+    tflite.SubGraphAddOperators(b, ops_vec)
+    subgraph = tflite.SubGraphEnd(b)
+    tflite.OperatorCodeStart(b)
+    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, 124)  # DENSIFY (> 127 would be 127)
+    tflite.OperatorCodeAddBuiltinCode(b, tflite.BuiltinOperator.DENSIFY)
+    tflite.OperatorCodeAddVersion(b, 1)
+    code = tflite.OperatorCodeEnd(b)
+    codes_vec = _vector(b, tflite.ModelStartOperatorCodesVector, [code], "PrependUOffsetTRelative")
+    sgs_vec = _vector(b, tflite.ModelStartSubgraphsVector, [subgraph], "PrependUOffsetTRelative")
+    bufs_vec = _vector(b, tflite.ModelStartBuffersVector, buffers, "PrependUOffsetTRelative")
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddOperatorCodes(b, codes_vec)
+    tflite.ModelAddSubgraphs(b, sgs_vec)
+    tflite.ModelAddBuffers(b, bufs_vec)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def _pruned(
+    shape: tuple[int, ...], keep: float, seed: int, block: tuple[int, ...] = ()
+) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if block:  # whole blocks pruned, as block-sparse weights are
+        grid = tuple(d // k for d, k in zip(shape, block, strict=True))
+        mask = np.kron(rng.random(grid) < keep, np.ones(block))
+    else:
+        mask = rng.random(shape) < keep
+    return (rng.standard_normal(shape) * mask).astype(np.float32)
+
+
+DENSE, CSR = tflite.DimensionType.DENSE, tflite.DimensionType.SPARSE_CSR
+SPARSE_CASES = {
+    # name: dense array, level formats, traversal order, block map, block sizes
+    "rows dense, columns CSR": (_pruned((6, 20), 0.3, 0), [DENSE, CSR], [0, 1], [], []),
+    "a whole row empty": (
+        np.vstack([_pruned((2, 8), 0.5, 1), np.zeros((1, 8), np.float32)]),
+        [DENSE, CSR], [0, 1], [], [],
+    ),
+    "CSR then a dense level": (_pruned((3, 5, 4), 0.4, 2), [DENSE, CSR, DENSE], [0, 1, 2], [], []),
+    "columns first": (_pruned((5, 7), 0.3, 3), [DENSE, CSR], [1, 0], [], []),
+    "1x4 blocks": (
+        _pruned((4, 16), 0.4, 4, (1, 4)), [DENSE, CSR, DENSE], [0, 1, 2], [1], [4],
+    ),
+    "2x2 blocks": (
+        _pruned((4, 6), 0.5, 5, (2, 2)), [DENSE, CSR, DENSE, DENSE], [0, 1, 2, 3], [0, 1], [2, 2],
+    ),
+    "300 columns (int32 indices)": (_pruned((2, 300), 0.5, 6), [DENSE, CSR], [0, 1], [], []),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", SPARSE_CASES, ids=str)
+def test_sparse_tensors_are_densified_as_litert_densifies_them(case: str) -> None:
+    dense, formats, order, block_map, block = SPARSE_CASES[case]
+    data = build_densify_model(dense, formats, order, block_map, block)
+    model = read_tflite_bytes(data)
+    weights = model.graph.initializers["weights"]
+    assert weights.shape == dense.shape
+    ours = weights.numpy()
+    np.testing.assert_array_equal(ours, dense)
+    stats = weights.stats()
+    assert stats.count == dense.size and stats.zeros == pytest.approx(np.mean(dense == 0))
+    counted = metrics(model)  # DENSIFY moves a constant's values: no MACs, and known
+    assert counted.rows[0]["macs"] == 0 and counted.unknown_ops == {}
+    interpreter = pytest.importorskip("ai_edge_litert.interpreter")
+    litert = interpreter.Interpreter(
+        model_content=data,
+        experimental_op_resolver_type=interpreter.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    )
+    litert.allocate_tensors()
+    litert.invoke()
+    np.testing.assert_array_equal(ours, litert.get_tensor(litert.get_output_details()[0]["index"]))
+
+
+def test_a_sparse_tensor_declaring_more_than_it_can_hold_is_refused() -> None:
+    dense = _pruned((6, 20), 0.3, 0)
+    data = bytearray(build_densify_model(dense, [DENSE, CSR], [0, 1], [], []))
+    model = read_tflite_bytes(bytes(data))
+    good = model.graph.initializers["weights"].numpy()
+    np.testing.assert_array_equal(good, dense)
+    # The dense shape [6, 20] written as [6, 2^30]: a few stored values would become 24 GB.
+    data = bytearray(bytes(data).replace(struct.pack("<2i", 6, 20), struct.pack("<2i", 6, 1 << 30)))
+    weights = read_tflite_bytes(bytes(data)).graph.initializers["weights"]
+    with pytest.raises(TensorDataError, match="dense shape"):
+        weights.numpy()
+
+
+def test_corrupt_sparsity_is_our_error_never_a_wrong_read_or_a_crash() -> None:
+    """Random bytes changed in a block-sparse model: opening and densifying either work or
+    raise the project's errors (segments running backwards or off the indices, indices
+    outside the shape, levels that do not match the stored values)."""
+    dense, formats, order, block_map, block = SPARSE_CASES["2x2 blocks"]
+    data = build_densify_model(dense, formats, order, block_map, block)
+    rng = random.Random(30)
+    refused = 0
+    for _ in range(400):
+        corrupt = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            corrupt[rng.randrange(8, len(corrupt))] = rng.randrange(256)
+        try:
+            weights = read_tflite_bytes(bytes(corrupt)).graph.initializers.get("weights")
+            if weights is not None:
+                weights.stats()
+        except (ModelFormatError, TensorDataError):
+            refused += 1
+    assert refused > 0

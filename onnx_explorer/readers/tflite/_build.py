@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...dtypes import DType, dtype
+from ...dtypes import DType, decode_bytes, dtype
 from ...errors import ModelFormatError, TensorDataError
 from ...external_data import DataFiles
 from ...model import Attribute, Dim, Function, Graph, Model, Node, ValueInfo, attribute_kind
@@ -58,6 +58,7 @@ from ._parse import (
     SubgraphRecord,
     TensorRecord,
 )
+from ._sparse import densify
 
 #: Metadata buffers shown as text up to this many bytes (``min_runtime_version``);
 #: longer or binary ones (TFLITE_METADATA, CONVERSION_METADATA) by their size.
@@ -151,8 +152,8 @@ def tensor_notes(record: TensorRecord) -> str:
         )
     if record.is_variable:
         notes.append("variable")
-    if record.sparsity:
-        notes.append(f"{record.sparsity}; stored values only, dense shape {list(record.shape)}")
+    if record.sparsity is not None:
+        notes.append(f"{record.sparsity.summary}; densified (zeros where nothing is stored)")
     return "; ".join(notes)
 
 
@@ -196,6 +197,19 @@ def _read_strings(source: ByteSource, span: Span, name: str) -> np.ndarray:
     return values
 
 
+def _read_sparse(
+    source: ByteSource, span: Span, dt: DType, record: TensorRecord, name: str
+) -> np.ndarray:
+    assert record.sparsity is not None
+    raw = source.fetch(span.offset, span.length)
+    if len(raw) * 8 % dt.bits:
+        raise TensorDataError(
+            f"sparse tensor {name!r}: {len(raw)} bytes are not whole {dt.name} values"
+        )
+    stored = decode_bytes(raw, dt, len(raw) * 8 // dt.bits)
+    return densify(stored, record.shape, record.sparsity, name)
+
+
 def _tensor(
     record: TensorRecord, name: str, span: Span, source: ByteSource, kind: LocationKind
 ) -> Tensor | None:
@@ -208,10 +222,13 @@ def _tensor(
     if dt.name == "string":
         location = TensorLocation(kind, source.display, span.offset, span.length)
         tensor_source = ArraySource(partial(_read_strings, source, span, name), location)
+    elif record.sparsity is not None and dt.bits >= 8:
+        # The dense tensor a DENSIFY node makes of it: what the weights are.
+        location = TensorLocation(kind, source.display, span.offset, span.length)
+        read = partial(_read_sparse, source, span, dt, record, name)
+        tensor_source = ArraySource(read, location)
     else:
         tensor_source = FileRange(source, span.offset, span.length, kind)
-        if record.sparsity and dt.bits >= 8:
-            shape = (span.length * 8 // dt.bits,)  # the stored (non-zero) values
     if record.quantization is not None and record.quantization.scale.size:
         return QuantizedTensor(name, dt, shape, tensor_source, record.quantization, doc)
     return Tensor(name, dt, shape, tensor_source, doc)
@@ -365,8 +382,8 @@ class _Builder:
                     notes[f"{label} {slot} quantization"] = quantization_text(
                         type_name(record.type_code), record.quantization
                     )
-                if record.sparsity:
-                    notes[f"{label} {slot} sparsity"] = record.sparsity
+                if record.sparsity is not None:
+                    notes[f"{label} {slot} sparsity"] = record.sparsity.summary
         return notes
 
     def metadata(self) -> dict[str, str]:

@@ -16,7 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from ._flat import Flat, OptionValue, enum_name, enum_names, read_options, union_class
+from ._flat import (
+    Flat,
+    OptionValue,
+    enum_name,
+    enum_names,
+    options_fields,
+    read_options,
+    union_class,
+)
+from ._sparse import SparseLevel, Sparsity
 
 #: The file identifier at bytes 4..8 of every TFLite flatbuffer.
 IDENTIFIER = b"TFL3"
@@ -55,7 +64,7 @@ class TensorRecord:
     buffer: int
     quantization: Quantization | None
     is_variable: bool
-    sparsity: str  # "" for dense tensors, else a summary of the sparsity parameters
+    sparsity: Sparsity | None  # None for dense tensors
 
 
 @dataclass(frozen=True)
@@ -185,34 +194,39 @@ def _quantization(flat: Flat, q: Any) -> Quantization | None:
     return Quantization(scale, zero_point, int(q.QuantizedDimension()), low, high, details)
 
 
-def _sparsity(flat: Flat, s: Any) -> str:
+def _sparsity(flat: Flat, s: Any) -> Sparsity | None:
     if s is None:
-        return ""
+        return None
     order = flat.ints(s, "TraversalOrder")
     block_map = flat.ints(s, "BlockMap")
-    dims = []
+    dims, levels = [], []
     for d in range(flat.count(s.DimMetadataLength(), 4, "dim_metadata")):
         meta = s.DimMetadata(d)
         kind = enum_name("DimensionType", int(meta.Format()))
         if kind == "DENSE":
             dims.append(f"dense {int(meta.DenseSize())}")
+            levels.append(SparseLevel(int(meta.DenseSize())))
             continue
-        parts = []
-        for label, type_code, table in (
-            ("segments", int(meta.ArraySegmentsType()), meta.ArraySegments()),
-            ("indices", int(meta.ArrayIndicesType()), meta.ArrayIndices()),
-        ):
-            cls = union_class("SparseIndexVector", type_code)
-            if cls is None or table is None:
-                continue
-            values = read_options(flat, cls, table)
-            count = len(values[0][2]) if values else 0
-            parts.append(f"{count} {label}")
-        dims.append(f"{kind.lower()} ({', '.join(parts)})")
-    return (
+        segments = _index_vector(flat, int(meta.ArraySegmentsType()), meta.ArraySegments())
+        indices = _index_vector(flat, int(meta.ArrayIndicesType()), meta.ArrayIndices())
+        dims.append(f"{kind.lower()} ({segments.size} segments, {indices.size} indices)")
+        levels.append(SparseLevel(int(meta.DenseSize()), segments, indices))
+    summary = (
         f"sparse: traversal order {list(order)}, block map {list(block_map)}, "
         f"dims [{'; '.join(dims)}]"
     )
+    return Sparsity(order, block_map, tuple(levels), summary)
+
+
+def _index_vector(flat: Flat, type_code: int, table: Any) -> np.ndarray:
+    """A SparseIndexVector (Int32Vector, Uint16Vector or Uint8Vector) as int64."""
+    class_name = union_class("SparseIndexVector", type_code)
+    found = options_fields(class_name) if class_name else None
+    if found is None or table is None:
+        return np.zeros(0, np.int64)
+    vector = found[1]()
+    vector.Init(table.Bytes, table.Pos)
+    return flat.numbers(vector, "Values", 1).astype(np.int64)
 
 
 def _tensor(flat: Flat, subgraph: Any, j: int) -> TensorRecord:
