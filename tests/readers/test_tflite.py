@@ -732,3 +732,32 @@ def test_corrupt_sparsity_is_our_error_never_a_wrong_read_or_a_crash() -> None:
         except (ModelFormatError, TensorDataError):
             refused += 1
     assert refused > 0
+
+
+def test_a_real_pruned_model_densifies_as_litert_does() -> None:
+    """MediaPipe's sparse face detector: 46 pruned float16 weights, each read by a DENSIFY."""
+    path = CORPUS / "other_formats" / "face_detection_full_range_sparse.tflite"
+    graph = read_tflite_file(path).graph
+    densify_nodes = [n for n in graph.nodes if n.op_type == "DENSIFY"]
+    assert len(densify_nodes) == 46
+    ours = {n.outputs[0]: graph.initializers[n.inputs[0]].numpy() for n in densify_nodes}
+    for values in ours.values():
+        assert values.dtype == np.float16 and values.ndim == 4 and (values == 0).any()
+    interpreter = pytest.importorskip("ai_edge_litert.interpreter")
+    litert = interpreter.Interpreter(
+        model_path=str(path),
+        experimental_preserve_all_tensors=True,
+        experimental_op_resolver_type=interpreter.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    )
+    litert.allocate_tensors()
+    for detail in litert.get_input_details():
+        litert.set_tensor(detail["index"], np.zeros(detail["shape"], detail["dtype"]))
+    litert.invoke()
+    names = {d["index"]: d["name"] for d in litert.get_tensor_details()}
+    compared = 0
+    for op in litert._get_ops_details():
+        if op["op_name"] == "DENSIFY":
+            (src,) = [n for n in densify_nodes if n.inputs[0] == names[op["inputs"][0]]]
+            np.testing.assert_array_equal(ours[src.outputs[0]], litert.get_tensor(op["outputs"][0]))
+            compared += 1
+    assert compared == 46
