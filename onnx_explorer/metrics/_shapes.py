@@ -32,7 +32,7 @@ MATMUL_OPS = {"MatMul": ("transpose_a", "transpose_b"), "BatchMatMul": ("adj_x",
               "BatchMatMulV2": ("adj_x", "adj_y"), "BatchMatMulV3": ("adj_x", "adj_y")}  # fmt: skip
 
 
-def inferred_types(
+def inference_for_metrics(
     model: Model | None,
     graph: Graph,
     infer: bool | None,

@@ -13,7 +13,7 @@ from ..bindings import InputBinding, bind_inputs, has_symbols, model_binding
 from ..model import Function, Graph, InferredTypes, Model, Node, ValueInfo, scope_parts
 from ..tensors import Tensor
 from ._rules import BadAttribute, rule_for
-from ._shapes import GraphShapes, NodeView, inferred_types, needs_inference
+from ._shapes import GraphShapes, NodeView, inference_for_metrics, needs_inference
 
 Series = Literal["macs", "params", "activation_bytes", "param_bytes"]
 SERIES: tuple[str, ...] = ("macs", "params", "activation_bytes", "param_bytes")
@@ -274,7 +274,7 @@ def metrics(
     notes: list[str] = []
     inferred = None
     if needs_inference(graph) or symbolic:
-        inferred = inferred_types(model, graph, infer, binding.shapes if symbolic else None)
+        inferred = inference_for_metrics(model, graph, infer, binding.shapes if symbolic else None)
         if inferred is None and model is not None and model.type_inference is not None:
             notes.append("shapes from the file only: inference not run (infer=False)")
         elif inferred is not None and inferred.error:
