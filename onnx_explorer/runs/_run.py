@@ -343,7 +343,8 @@ def run(
             "kernels); intermediates from the graph as written (each Q/DQ on its own), "
             "so the two may differ by the quantization error"
         )
-    result.problems = problem_nodes(the_plan, result.tensors)
+    if collector.nonfinite:  # (else no node made a NaN or an Inf: no 20,000-record scan)
+        result.problems = problem_nodes(the_plan, result.tensors)
     if execution.failure is not None:
         raise RunFailedError(execution.failure.message + ready.failure_hint(), result)
     return result
@@ -498,6 +499,7 @@ class Collector:
         self.outputs: dict[str, Any] = {}
         self.values: dict[str, np.ndarray] = {}
         self.node_outputs: dict[str, list[str]] = {}
+        self.nonfinite = False  # a record with a NaN or an Inf was made
         # per node, made when its first output is captured: label, op type and, for a
         # rearranging op, the input it rearranges (no protobuf reads per value)
         self.nodes: dict[int, tuple[str, str, str]] = {}
@@ -555,6 +557,9 @@ class Collector:
             else:
                 found = record(name, label, op_type, value, bins)
             made[name] = found
+            stats = found.stats
+            if stats is not None and (stats.nan or stats.inf):
+                self.nonfinite = True
             outs = node_outputs.get(label)
             if outs is None:
                 node_outputs[label] = [name]
