@@ -31,27 +31,34 @@ is) is shown beside its warm one.
 Where the run part goes now (narrow 20,000 nodes, 55 segments; wall time of the run's
 own thread, best of several runs when the machine was least loaded):
 
-- onnxruntime's runs: 0.33–0.36 s. That is the floor model's own warm run with the
+- onnxruntime's runs: 0.33–0.36 s. That is about the floor model's own warm run with the
   intra-op threads not spinning (0.35–0.44 s; 0.29 s as the floor is measured, spinning):
   the segments' first runs cost no more than warm ones (the shared arena is warm after
   the first segment). Spinning stays off: on, the run part went 0.76–0.79 → 1.17–1.49 s
   and the sessions 1.4–1.6 → 2.4–3.8 s, the spinning threads taking the cores from the
   statistics thread and from the session builds.
 - making 55 segment models: 0.067 s; the run thread's loop over segments and values
-  (live values, bytes made, the next segment's size): 0.05 s; after the last segment
-  (its statistics, the quantize check, problem nodes, the arena shrink): 0.04 s.
+  (live values, bytes made, the next segment's size, handing each list over): 0.05 s;
+  after the last segment (its statistics, the quantize check, the arena shrink, one
+  collection of the 40,000 new objects once the GC is back on): 0.04 s.
 - the statistics: 0.68–0.72 s of CPU on their own thread (15,663 tensors, 1.2 GB; a
   32 KB tensor 35–38 µs, twice its cost on an idle core), almost all of it while the
   next segment's session is built, which the run part does not count.
 
-So the run part is about 0.50–0.55 s against a warm floor of 0.29–0.30 s: 1.7–1.85× on
-an idle machine, **target 1.5× not met**. onnxruntime's runs alone are 1.15–1.2× the
-floor (its spinning threads, which a capture cannot afford on 2 cores), and what is
-left, 0.15 s of Python for 55 segments and 20,000 values, is the other 0.5×. On the
-shared machine the ratio is lower (the floor's two spinning threads suffer more from
-other jobs than the capture does): 0.9–1.15× at load 2.5–3.6. Against the floor's
-first run, the like-for-like comparison for a capture of fresh sessions, it is
-0.3–0.45×.
+So the run part is 0.50–0.54 s against a warm floor of 0.28 s: **1.78× / 1.87×** (min /
+median of 5 rounds, load 1.2–1.4, ``--only 20000:narrow --rounds 5``), **target 1.5×
+not met**; without statistics it is 1.67× / 1.75×, so the statistics now add ~0.03 s.
+onnxruntime's runs alone are 1.15–1.25× the floor (its spinning threads, which a
+capture cannot afford on 2 cores), and what is left, 0.15 s of Python for 55 segments
+and 20,000 values (segment models 0.067 s, the loop 0.05 s, the end 0.04 s), is the
+other 0.5×. Against the floor's first run, the like-for-like comparison for a capture
+of fresh sessions, it is 0.62× / 0.64×. Before this round, on the same bench (the lazy
+import out of the clock, rounds where the floor ran at 0.28–0.29 s): capture 0.99–1.02 s,
+3.4–3.6× the floor, 1.15–1.25× its first run, without statistics 2.5×; peak 225 MB
+(now 245 MB, budget 428 MB). When other jobs load the machine the ratio can read lower
+(0.9–1.2× at load 2–3.6: the floor's two spinning threads suffer more than the
+capture), which says nothing about the target: compare rounds where the floor ran at
+its quiet 0.28 s.
 
 What changed for issue 30, and why:
 
@@ -77,8 +84,9 @@ What changed for issue 30, and why:
   labelled every node of every segment: 0.02 s).
 - Releasing a segment's session (its kernels and plans) is counted with building it,
   in "read, plan, sessions", as the floor's session is never released in its timing.
-- Earlier for issue 30: segment sessions do not spin (above), and ``problem_nodes``
-  builds no producer index when nothing is non-finite (~50 ms).
+- ``problem_nodes`` runs only when the statistics thread saw a NaN or an Inf (its scan
+  of 20,000 records took ~10 ms). Earlier for issue 30: segment sessions do not spin
+  (above), and ``problem_nodes`` builds no producer index when nothing is non-finite.
 
 Tried and not kept: ``np.partition`` at the six ranks p1/p50/p99 fall between instead
 of sorting the 1,024-value sample (4.4 against 6.7 µs on random values, but 19 against
@@ -89,7 +97,9 @@ models whose kernels are worth two threads); segments of 48 MB (run part −5 %,
 more). Not done: statistics made lazy (min/max and the sample during the run, sums and
 zeros when a tensor is looked at): with the memory budget the values are gone, so
 recomputing one means re-running every segment up to it, and ``compare``, the CLI and
-``to_json`` read every tensor's mean and std.
+``to_json`` read every tensor's mean and std. Left for later: building segment k+1's
+model while onnxruntime runs segment k (the run's thread only waits then; ~0.05 s), which
+needs k+1's size before k's bytes are known and its inputs' types after.
 
 What a capture cannot avoid, measured on the narrow 2,000-node graph (plain run
 15–17 ms): returning every tensor stops onnxruntime's fusions (MatMul+Add, Gelu,
