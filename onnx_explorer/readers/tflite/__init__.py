@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._format import Format
-from ._parse import IDENTIFIER, looks_like_tflite
+from ._identify import IDENTIFIER, looks_like_tflite
 
 if TYPE_CHECKING:
     from ...external_data import DataFiles

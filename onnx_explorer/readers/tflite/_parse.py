@@ -25,10 +25,10 @@ from ._flat import (
     read_options,
     union_class,
 )
+from ._identify import IDENTIFIER, looks_like_tflite
 from ._sparse import SparseLevel, Sparsity
 
 #: The file identifier at bytes 4..8 of every TFLite flatbuffer.
-IDENTIFIER = b"TFL3"
 #: Buffer ``offset`` values of 0 and 1 mean "no data outside the flatbuffer".
 _NO_OFFSET = 1
 _CUSTOM = 32  # BuiltinOperator.CUSTOM
@@ -103,11 +103,6 @@ class ModelRecord:
     metadata: tuple[tuple[str, int], ...]  # (name, buffer index)
     signatures: tuple[SignatureRecord, ...]
     extra: Mapping[str, str] = field(default_factory=dict)
-
-
-def looks_like_tflite(head: bytes) -> bool:
-    """True when bytes 4..8 are the TFLite file identifier ``TFL3``."""
-    return len(head) >= 8 and bytes(head[4:8]) == IDENTIFIER
 
 
 def parse(data: Any, what: str) -> ModelRecord:
