@@ -12,9 +12,9 @@ import os
 import sys
 import types
 from collections.abc import Mapping, Sequence
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from ._lazy_names import lazy_names
 from .errors import (
     ExplorerError,
     ExternalDataError,
@@ -116,17 +116,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(where, __name__), name)
-    globals()[name] = value  # asked once: later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY, "metrics"})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals(), extra=("metrics",))
 
 
 class _Package(types.ModuleType):

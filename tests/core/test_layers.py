@@ -90,3 +90,36 @@ def test_onnx_and_protobuf_stay_below_the_model_by_contract():
     allowed = {"onnx_explorer.readers", "onnx_explorer.runs", "onnx_explorer.samples"}
     assert set(contract["source_modules"]) == top - allowed
     assert contracts["formats-below-the-model-root"]["source_modules"] == ["onnx_explorer"]
+
+
+def test_a_summary_loads_no_drawing_stack_and_the_format_table_no_parser():
+    """``onnx-explorer summary`` needs the summary text, not the drawing (the views package
+    names its modules lazily); sniffing a file's format needs no format's parser."""
+    code = """
+import sys
+from onnx_explorer.samples import tiny_cnn
+import onnx_explorer
+from onnx_explorer.summary import summarize
+from onnx_explorer.views import format_summary
+import onnx_explorer.views as views
+text = format_summary(summarize(onnx_explorer.load(tiny_cnn())))
+heavy = [m for m in ("onnx_explorer.views._drawing", "onnx_explorer.views._layout",
+                     "onnx_explorer.readers.tflite._parse", "onnx_explorer.readers.gguf._read",
+                     "onnx_explorer.readers.safetensors._read") if m in sys.modules]
+print(bool(text), heavy, "build_dot" in dir(views))
+views.build_dot  # asked for: imported then
+print("onnx_explorer.views._drawing" in sys.modules)
+try:
+    views.no_such_name
+except AttributeError as exc:
+    print(exc)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "True [] True",
+        "True",
+        "module 'onnx_explorer.views' has no attribute 'no_such_name'",
+    ]

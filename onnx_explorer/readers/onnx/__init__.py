@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..._lazy_names import lazy_names
 from .._format import Format
 from .._sniff import protobuf_sniff
 
@@ -66,12 +67,8 @@ FORMAT = Format(
 _READERS = ("read_onnx_bytes", "read_onnx_file", "read_onnx_proto", "read_onnx_source")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _READERS:  # the readers import onnx: only when one is asked for
-        from . import _read
-
-        return getattr(_read, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The readers are imported when first asked for (see readers/_format.py).
+__getattr__, __dir__ = lazy_names(__name__, dict.fromkeys(_READERS, "._read"), globals())
 
 
 __all__ = ["FORMAT", "read_onnx_bytes", "read_onnx_file", "read_onnx_proto", "read_onnx_source"]

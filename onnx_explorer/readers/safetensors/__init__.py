@@ -9,8 +9,9 @@ are read when opening, a tensor's range when it is looked at.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..._lazy_names import lazy_names
 from .._format import Format
 from ._header import INDEX_SUFFIX, looks_like_safetensors
 
@@ -86,12 +87,8 @@ _READERS = (
 )
 
 
-def __getattr__(name: str) -> Any:
-    if name in _READERS:  # the readers are imported when first asked for (see _format)
-        from . import _read
-
-        return getattr(_read, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The readers are imported when first asked for (see readers/_format.py).
+__getattr__, __dir__ = lazy_names(__name__, dict.fromkeys(_READERS, "._read"), globals())
 
 
 __all__ = [

@@ -11,8 +11,9 @@ Importing this package imports neither ``tflite`` nor ``flatbuffers``:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..._lazy_names import lazy_names
 from .._format import Format
 from ._identify import IDENTIFIER, looks_like_tflite
 
@@ -33,13 +34,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module, __name__), name)
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 #: Suffixes TFLite files are stored under (for the readers' format table).

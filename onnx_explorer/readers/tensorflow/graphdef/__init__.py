@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...._lazy_names import lazy_names
 from ..._format import Format
 from ..._sniff import protobuf_sniff
 
@@ -70,16 +71,12 @@ _READERS = (
 )
 
 
-def __getattr__(name: str) -> Any:
-    if name in _READERS:  # the readers import protobuf: only when one is asked for
-        from . import _read
-
-        return getattr(_read, name)
-    if name in ("GraphDef", "DataType"):  # TensorFlow's messages, to build a GraphDef by hand
-        from . import _proto
-
-        return getattr(_proto, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The readers (and the messages to build a GraphDef by hand) are imported when first asked for.
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    {**dict.fromkeys(_READERS, "._read"), **{"GraphDef": "._proto", "DataType": "._proto"}},
+    globals(),
+)
 
 
 __all__ = [

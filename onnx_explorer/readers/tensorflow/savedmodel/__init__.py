@@ -9,8 +9,9 @@ and the names below import them when first used.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ...._lazy_names import lazy_names
 from ..._format import Format
 from ..._sniff import is_saved_model_dir, protobuf_sniff
 
@@ -56,12 +57,8 @@ METAGRAPH_FORMAT = _row("metagraph", (".meta",))
 _READERS = ("read_saved_model_bytes", "read_saved_model_dir", "read_saved_model_file")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _READERS:  # the readers import protobuf: only when one is asked for
-        from . import _read
-
-        return getattr(_read, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The readers are imported when first asked for (see readers/_format.py).
+__getattr__, __dir__ = lazy_names(__name__, dict.fromkeys(_READERS, "._read"), globals())
 
 
 __all__ = [
