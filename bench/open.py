@@ -452,7 +452,8 @@ def render(
         "which builds every node's fields and every tensor object.",
         f"- **÷**: open time divided by that of `{NO_DATA}` on the same model, in the same run.",
         "- **process**: spawn to exit of the child, seen from the parent: interpreter start, "
-        "imports (`onnx_explorer` imports `onnx` too), the open, and exit.",
+        "imports (the ONNX reader imports `onnx`; bytecode cached, as an installed package "
+        "has it), the open, and exit.",
         "- **peak RSS**: `ru_maxrss` of the child (`os.wait4`), interpreter and imports "
         "included. Pages of a memory-mapped file that the open touches count too.",
         "",

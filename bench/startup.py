@@ -23,7 +23,6 @@ start (some 40 ms on these cores), which no user pays twice.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from _common import (
     fmt_ratio,
     fmt_seconds,
     git_revision,
+    installed_env,
     machine_description,
     markdown_table,
     package_version,
@@ -46,16 +46,8 @@ from _common import (
 )
 
 SMALL = MODELS_DIR / "small.onnx"
-PYCACHE = MODELS_DIR / "pycache"
 IMPORT_TARGET_S = 0.040
 SUMMARY_TARGET = 1.5
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
-    return env
 
 
 def make_small() -> None:
@@ -95,7 +87,7 @@ CASES = {
 
 
 def measure(rounds: int) -> dict[str, list[Run]]:
-    env = _env()
+    env = installed_env()
     for code in CASES.values():  # compile the bytecode once, outside the figures
         run_python(code, env=env)
     runs: dict[str, list[Run]] = {name: [] for name in CASES}
