@@ -487,8 +487,37 @@ MS_MATMULS = _names("FusedMatMul DynamicQuantizeMatMul MatMulIntegerToFloat MatM
 MS_NORMALIZATIONS = ("SkipLayerNormalization", "SimplifiedLayerNormalization",
                      "SkipSimplifiedLayerNormalization", "LayerNormalization")  # fmt: skip
 
+
+# -- ai.onnx.ml (scikit-learn and other classical models, through skl2onnx and friends) --
+def _linear_model(s: NodeShapes) -> int | None:
+    """LinearClassifier / LinearRegressor: X (N, F) times the (classes or targets) × F
+    ``coefficients``, one more per score for ``intercepts``."""
+    x = s.input(0)
+    coefficients, intercepts = s.attr("coefficients"), s.attr("intercepts")
+    if x is None or not isinstance(coefficients, list | tuple):
+        return None
+    if not x or x[-1] == 0:
+        return 0
+    rows = elements(x[:-1]) or 1
+    macs = rows * len(coefficients)
+    if isinstance(intercepts, list | tuple):
+        macs += rows * len(intercepts)
+    return macs
+
+
+ML_ELEMENTWISE = _names("Binarizer Imputer Scaler")
+ML_FREE = _names(
+    "ArrayFeatureExtractor CastMap CategoryMapper DictVectorizer FeatureVectorizer "
+    "LabelEncoder OneHotEncoder ZipMap"
+)
+
 #: (domain, op_type) → rule for ONNX models; "" is the default domain.
 ONNX_RULES: dict[tuple[str, str], Rule] = {
+    ("ai.onnx.ml", "LinearClassifier"): _linear_model,
+    ("ai.onnx.ml", "LinearRegressor"): _linear_model,
+    ("ai.onnx.ml", "Normalizer"): _per_output(5),  # as LpNormalization
+    **{("ai.onnx.ml", op): _per_output(1) for op in ML_ELEMENTWISE},
+    **{("ai.onnx.ml", op): _free for op in ML_FREE},
     **{("", op): _per_output(1) for op in ELEMENTWISE},
     **{("", op): _variadic for op in VARIADIC},
     **{("", op): _per_input for op in REDUCTIONS},

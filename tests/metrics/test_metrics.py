@@ -860,3 +860,54 @@ def test_an_input_named_for_audio_gets_audio_samples_by_default():
 def test_odd_imgsz_metadata_is_ignored(imgsz):
     line = ox.metrics(_detector(imgsz)).assumed_line
     assert "height=224 (spatial)" in line and "imgsz" not in line
+
+
+def test_classical_ml_models_count_their_linear_scores_from_observed_shapes():
+    """A scikit-learn style pipeline (skl2onnx's operators): Scaler → LinearClassifier →
+    ZipMap, and a LinearRegressor. MACs are worked out from the shapes onnxruntime observes:
+    rows × the coefficients (classes × features), one more per score for the intercepts;
+    the seq(map) output of ZipMap costs nothing and is no unknown."""
+    ort = pytest.importorskip("onnxruntime")
+    ml = "ai.onnx.ml"
+    features, classes, rows = 4, 3, 5
+    coefficients = [0.1 * k for k in range(classes * features)]
+    nodes = [
+        helper.make_node("Scaler", ["x"], ["scaled"], domain=ml, offset=[0.5] * features,
+                         scale=[2.0] * features),
+        helper.make_node("LinearClassifier", ["scaled"], ["label", "scores"], domain=ml,
+                         coefficients=coefficients, intercepts=[0.0, 0.1, 0.2],
+                         classlabels_ints=[0, 1, 2], post_transform="SOFTMAX"),
+        helper.make_node("ZipMap", ["scores"], ["probabilities"], domain=ml,
+                         classlabels_int64s=[0, 1, 2]),
+        helper.make_node("LinearRegressor", ["x"], ["y"], domain=ml,
+                         coefficients=[1.0] * (2 * features), intercepts=[0.0, 1.0], targets=2),
+    ]  # fmt: skip
+    probabilities = helper.make_value_info(
+        "probabilities",
+        helper.make_sequence_type_proto(
+            helper.make_map_type_proto(TensorProto.INT64, helper.make_tensor_type_proto(F, []))
+        ),
+    )
+    graph = helper.make_graph(
+        nodes, "sklearn_like", [helper.make_tensor_value_info("x", F, ["N", features])],
+        [helper.make_tensor_value_info("label", TensorProto.INT64, ["N"]), probabilities,
+         helper.make_tensor_value_info("y", F, ["N", 2])],
+    )  # fmt: skip
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ml, 3)]
+    )
+    model.ir_version = 8
+    data = model.SerializeToString()
+    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).standard_normal((rows, features)).astype(np.float32)
+    label, zipped, y = session.run(None, {"x": x})
+    assert label.shape == (rows,) and len(zipped) == rows and y.shape == (rows, 2)  # observed
+    result = ox.metrics(ox.load(data), input_shapes={"x": (rows, features)})
+    macs = {row["op_type"]: row["macs"] for row in result.rows}
+    assert macs == {
+        "Scaler": rows * features,
+        "LinearClassifier": rows * classes * features + rows * classes,
+        "ZipMap": 0,
+        "LinearRegressor": rows * 2 * features + rows * 2,
+    }
+    assert result.unknown_ops == {} and result.unknown["macs"] == 0
