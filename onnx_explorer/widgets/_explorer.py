@@ -157,9 +157,20 @@ class Explorer(widgets.VBox):
         return self.graph.node(name)
 
     def select(self, name: str | None) -> None:
-        """Select a node of the current graph by name, everywhere at once."""
+        """Select a node by name, everywhere at once: in the current graph, else in the one
+        other graph (an If/Loop/Scan body, a function) that has a node of that name, which
+        is then shown. A name found in several other graphs needs :meth:`show_graph` first."""
         if name is not None and not self.graph.has_node(name):
-            raise KeyError(f"no node named {name!r} in graph {self.graph_path!r}")
+            found = [g.path for g in self.model.graphs() if g.has_node(name)]
+            if not found:
+                raise KeyError(f"no node named {name!r} in any graph of the model")
+            if len(found) > 1:
+                shown = ", ".join(map(repr, found[:5])) + (" ..." if len(found) > 5 else "")
+                raise KeyError(
+                    f"{len(found)} graphs have a node named {name!r} ({shown}): "
+                    "show one with show_graph(path), then select"
+                )
+            self.show_graph(found[0])
         self.selected_name = name
 
     def tensor(self, name: str) -> np.ndarray:

@@ -185,6 +185,31 @@ def test_subgraphs_open_with_a_breadcrumb():
     assert ex.graph_path == "/"
 
 
+def test_select_finds_a_node_inside_a_body_and_shows_its_graph():
+    ex = ox.explore(nested_if(4))
+    ex.select("/level3/Add")  # three If bodies down, named nowhere else
+    assert ex.graph_path == "/If/then_branch/level1/If/then_branch/level2/If/then_branch"
+    assert ex.selected is not None and ex.selected.op_type == "Add"
+    assert "level2" in _text(ex.breadcrumb)
+    ex.select("/If")  # back in the main graph
+    assert ex.graph_path == "/" and ex.selected is not None
+    with pytest.raises(KeyError, match="no node named 'nowhere' in any graph"):
+        ex.select("nowhere")
+
+
+def test_select_of_a_name_in_several_bodies_asks_which():
+    model = nested_if(2)
+    for graph in (model.graph.node[0].attribute[0].g, model.graph.node[0].attribute[1].g):
+        graph.node[0].name = "twin"  # one name in the then and the else branch
+    ex = ox.explore(model)
+    with pytest.raises(KeyError, match=r"2 graphs have a node named 'twin'.*show_graph"):
+        ex.select("twin")
+    assert ex.graph_path == "/"
+    ex.show_graph("/If/else_branch")
+    ex.select("twin")
+    assert ex.selected is not None and ex.graph_path == "/If/else_branch"
+
+
 def test_model_panel_runs_the_checker(tmp_path):
     path = tmp_path / "m.onnx"
     onnx.save(mlp(), path)
