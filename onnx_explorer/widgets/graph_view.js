@@ -247,12 +247,17 @@ function render({ model, el }) {
   let waiting = null;
   const request = (message) => {
     sent += 1;
-    model.send({ ...message, seq: sent });
     if (waiting === null) {
       waiting = setTimeout(() => {
         waiting = null;
         if (answered < sent) offline.style.display = "block";
       }, ACK_WAIT);
+    }
+    try {
+      model.send({ ...message, seq: sent });
+    } catch (error) {
+      // The comm is closed (the kernel was shut down or restarted): say so now.
+      offline.style.display = "block";
     }
   };
   model.on("msg:custom", (message) => {
