@@ -158,6 +158,8 @@ class Execution:
                 f"{limits.timeout_text()} passed while onnxruntime built its session for "
                 f"{self._where(segment)}: the run was stopped"
             ) from None
+        except RunTimeoutError:
+            raise  # the deadline passed before the session was asked for (its own message)
         except Exception as exc:
             raise self._error(exc, segment, "cannot run") from None
         finally:

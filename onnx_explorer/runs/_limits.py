@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..views._text import human_bytes
-from ._ort import ARENA_LIMIT, RunError, make_session, onnxruntime
+from ._ort import ARENA_LIMIT, RunError, arena_settled, make_session, onnxruntime
 
 #: Seconds a run (or a comparison) may take in all, by default: ``timeout=`` changes it,
 #: ``timeout=None`` removes it.
@@ -213,6 +213,12 @@ def build_session(
     """:func:`._ort.make_session` on a thread, waited for within ``limits`` (a session
     being built cannot be stopped: one left behind ends by itself, the model having
     passed :mod:`._precheck`). Raises :class:`Expired`, or onnxruntime's error."""
+    if not arena_settled(limits.remaining()):
+        raise RunTimeoutError(
+            f"{limits.timeout_text()} passed while onnxruntime was still handing back the "
+            "memory of the previous run (a run that made very many values leaves as many "
+            "pieces of memory to free): run again in a moment"
+        )
     memory = limits.memory_limit
     return call(
         lambda: make_session(model_bytes, base_dir, memory_limit=memory), limits, None, worker

@@ -118,15 +118,46 @@ def _tiny_run(options: Any) -> None:
     _tiny_session.run(None, {"a": np.ones(1, np.float32)}, options)
 
 
+#: Seconds a run's end waits for the arena to be handed back (see below).
+SHRINK_WAIT = 1.0
+_tiny_lock = threading.Lock()
+_settled = threading.Event()  # clear while a shrink is under way
+_settled.set()
+
+
 def shrink_shared_arena() -> None:
     """Hand the shared arena's free memory back to the system once a run's values are
     gone, so a run does not leave its peak allocated in the kernel. (Asked of the last
     segment's own run it freed nothing: onnxruntime's arrays are views of the arena, and
-    that run's outputs still held their chunks.)"""
-    if _shared_arena:
-        options = onnxruntime().RunOptions()
-        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-        _tiny_run(options)
+    that run's outputs still held their chunks.)
+
+    On a thread, waited for at most :data:`SHRINK_WAIT`: after a run that made very many
+    values the arena holds as many regions, and onnxruntime takes a while to free them
+    (131,072 rows split into a sequence: 23 s); the caller goes on, and the next run's
+    sessions wait for it (:func:`arena_settled`), since onnxruntime would block them."""
+    if not _shared_arena:
+        return
+    options = onnxruntime().RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    _settled.clear()
+
+    def shrink() -> None:
+        try:
+            with _tiny_lock:
+                _tiny_run(options)
+        except Exception:  # best effort: the memory is handed back at the next run instead
+            pass
+        finally:
+            _settled.set()
+
+    threading.Thread(target=shrink, name="onnx-explorer-arena-shrink", daemon=True).start()
+    _settled.wait(SHRINK_WAIT)
+
+
+def arena_settled(timeout: float | None) -> bool:
+    """Wait at most ``timeout`` seconds (None: as long as it takes) for a shrink of the
+    shared arena under way to end; False when it has not."""
+    return _settled.wait(timeout)
 
 
 def arena_cap() -> int | None:

@@ -634,3 +634,35 @@ def _all(widget):
         found.append(w)
         stack.extend(getattr(w, "children", ()))
     return found
+
+
+def test_a_slow_arena_shrink_neither_holds_the_run_nor_hangs_the_next(monkeypatch):
+    """After a run that made very many values, onnxruntime takes a while to free its arena
+    (131,072 rows split into a sequence: 23 s). The run returns without waiting for it; a
+    run started meanwhile waits for it within its own time limit, and says why when the
+    limit passes first."""
+    import threading
+    import time
+
+    from onnx_explorer.runs import RunTimeoutError, _ort
+
+    model = mlp()
+    ox.run(model)  # the shared arena exists from here on
+    if not _ort._shared_arena:
+        pytest.skip("the host application registered its own arena")
+    release = threading.Event()
+    real = _ort._tiny_run
+
+    def slow_shrink(options):  # stands in for onnxruntime freeing 131,072 regions
+        release.wait(30)
+        real(options)
+
+    monkeypatch.setattr(_ort, "_tiny_run", slow_shrink)
+    start = time.monotonic()
+    ox.run(model)
+    assert time.monotonic() - start < _ort.SHRINK_WAIT + 5  # did not wait for the shrink
+    with pytest.raises(RunTimeoutError, match="still handing back the memory"):
+        ox.run(model, timeout=3)
+    release.set()
+    assert _ort.arena_settled(10)
+    ox.run(model, timeout=30)  # the arena settled: runs go on
