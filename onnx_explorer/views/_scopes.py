@@ -202,39 +202,31 @@ class ScopeTree:
 
     # -- building ---------------------------------------------------------------
     def _scope_for(self, prefix: str) -> Scope:
+        """The scope of a node name's prefix, made (with its missing parents) when new."""
         path = prefix[1:] if prefix[:1] == "/" else prefix
         scope = self.by_path.get(path)  # its keys are paths as scope_parts makes them
         if scope is not None:
             return scope
-        if (
-            path
-            and "//" not in path
-            and path[0] != "/"
+        if not (
+            "//" not in path
             and path[-1] != "/"
+            and path[0] != "/"
             and path.count("/") < SCOPE_DEPTH_MAX
-        ):
-            # The usual name (``/encoder/layer.3/attn``): the prefix is its own path, and
-            # its parent's scope exists already for all but the first node of a module.
-            head, slash, part = path.rpartition("/")
-            parent = self._scope_for(head) if slash else self.root
-            scope = Scope(path, part, parent)
-            parent.children.append(scope)
-            self.by_path[path] = scope
-            return scope
-        return self._scope_by_parts(prefix)
+        ):  # empty parts or too deep: the path its parts make (the usual name is its own)
+            path = "/".join(scope_parts(prefix))
+            scope = self.by_path.get(path)
+            if scope is not None:
+                return scope
+        return self._new_scope(path)
 
-    def _scope_by_parts(self, prefix: str) -> Scope:
-        parts = scope_parts(prefix)
-        scope = self.root
-        path = ""
-        for part in parts:
-            path = f"{path}/{part}" if path else part
-            child = self.by_path.get(path)
-            if child is None:
-                child = Scope(path, part, scope)
-                scope.children.append(child)
-                self.by_path[path] = child
-            scope = child
+    def _new_scope(self, path: str) -> Scope:
+        """A scope at ``path`` (parts joined by single slashes), new parents made first:
+        its parent exists already for all but the first node of a module."""
+        head, _, part = path.rpartition("/")
+        parent = self.by_path.get(head) or self._new_scope(head)
+        scope = Scope(path, part, parent)
+        parent.children.append(scope)
+        self.by_path[path] = scope
         return scope
 
     def _build(self, graph: Graph, index: GraphWiring) -> None:
