@@ -120,7 +120,7 @@ def _tiny_run(options: Any) -> None:
 
 #: Seconds a run's end waits for the arena to be handed back (see below).
 SHRINK_WAIT = 1.0
-_tiny_lock = threading.Lock()
+_shrink_lock = threading.Lock()  # one shrink under way at a time
 _settled = threading.Event()  # clear while a shrink is under way
 _settled.set()
 
@@ -137,14 +137,16 @@ def shrink_shared_arena() -> None:
     sessions wait for it (:func:`arena_settled`), since onnxruntime would block them."""
     if not _shared_arena:
         return
+    with _shrink_lock:
+        if not _settled.is_set():
+            return  # this run's sessions waited for it: none was built, nothing to give
+        _settled.clear()
     options = onnxruntime().RunOptions()
     options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-    _settled.clear()
 
     def shrink() -> None:
         try:
-            with _tiny_lock:
-                _tiny_run(options)
+            _tiny_run(options)
         except Exception:  # best effort: the memory is handed back at the next run instead
             pass
         finally:
