@@ -494,11 +494,9 @@ def _linear_model(s: NodeShapes) -> int | None:
     ``coefficients``, one more per score for ``intercepts``."""
     x = s.input(0)
     coefficients, intercepts = s.attr("coefficients"), s.attr("intercepts")
-    if x is None or not isinstance(coefficients, list | tuple):
+    rows = elements(x[:-1]) if x else None  # a batch of rows (or one row: rank 1)
+    if rows is None or not isinstance(coefficients, list | tuple):
         return None
-    if not x or x[-1] == 0:
-        return 0
-    rows = elements(x[:-1]) or 1
     macs = rows * len(coefficients)
     if isinstance(intercepts, list | tuple):
         macs += rows * len(intercepts)

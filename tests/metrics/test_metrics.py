@@ -911,3 +911,5 @@ def test_classical_ml_models_count_their_linear_scores_from_observed_shapes():
         "LinearRegressor": rows * 2 * features + rows * 2,
     }
     assert result.unknown_ops == {} and result.unknown["macs"] == 0
+    empty = ox.metrics(ox.load(data), input_shapes={"x": (0, features)})
+    assert {row["op_type"]: row["macs"] for row in empty.rows}["LinearClassifier"] == 0
