@@ -253,6 +253,50 @@ def _vector(builder: flatbuffers.Builder, start: Any, values: list[Any], prepend
     return builder.EndVector()
 
 
+def _finish_model(
+    b: flatbuffers.Builder,
+    tensors: list[int],
+    op: int,
+    io: tuple[list[int], list[int]],
+    builtin: int,
+    buffers: list[int],
+    name: str | None = None,
+    description: str | None = None,
+) -> bytes:
+    """The subgraph of one operator, its operator code and the model around them."""
+    tensors_vec = _vector(b, tflite.SubGraphStartTensorsVector, tensors, "PrependUOffsetTRelative")
+    ops_vec = _vector(b, tflite.SubGraphStartOperatorsVector, [op], "PrependUOffsetTRelative")
+    sg_in = _vector(b, tflite.SubGraphStartInputsVector, io[0], "PrependInt32")
+    sg_out = _vector(b, tflite.SubGraphStartOutputsVector, io[1], "PrependInt32")
+    sg_name = b.CreateString(name) if name is not None else None
+    tflite.SubGraphStart(b)
+    tflite.SubGraphAddTensors(b, tensors_vec)
+    tflite.SubGraphAddInputs(b, sg_in)
+    tflite.SubGraphAddOutputs(b, sg_out)
+    tflite.SubGraphAddOperators(b, ops_vec)
+    if sg_name is not None:
+        tflite.SubGraphAddName(b, sg_name)
+    subgraph = tflite.SubGraphEnd(b)
+    tflite.OperatorCodeStart(b)
+    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(builtin, 127))  # 127: look further
+    tflite.OperatorCodeAddBuiltinCode(b, builtin)
+    tflite.OperatorCodeAddVersion(b, 1)
+    code = tflite.OperatorCodeEnd(b)
+    codes_vec = _vector(b, tflite.ModelStartOperatorCodesVector, [code], "PrependUOffsetTRelative")
+    sgs_vec = _vector(b, tflite.ModelStartSubgraphsVector, [subgraph], "PrependUOffsetTRelative")
+    bufs_vec = _vector(b, tflite.ModelStartBuffersVector, buffers, "PrependUOffsetTRelative")
+    desc = b.CreateString(description) if description is not None else None
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddOperatorCodes(b, codes_vec)
+    tflite.ModelAddSubgraphs(b, sgs_vec)
+    if desc is not None:
+        tflite.ModelAddDescription(b, desc)
+    tflite.ModelAddBuffers(b, bufs_vec)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
 def build_conv_model(*, big_offset: int | None = None) -> bytes:
     """input float32 [1,4,4,2] → CONV_2D (W int8 [3,2,2,2] per-axis, bias int32 [3]) →
     [1,3,3,3]; the weight's name repeated on the output; optional 4th input -1."""
@@ -316,35 +360,10 @@ def build_conv_model(*, big_offset: int | None = None) -> bytes:
     tflite.OperatorAddBuiltinOptionsType(b, tflite.BuiltinOptions.Conv2DOptions)
     tflite.OperatorAddBuiltinOptions(b, options)
     op = tflite.OperatorEnd(b)
-    tensors_vec = _vector(b, tflite.SubGraphStartTensorsVector, tensors, "PrependUOffsetTRelative")
-    ops_vec = _vector(b, tflite.SubGraphStartOperatorsVector, [op], "PrependUOffsetTRelative")
-    sg_in = _vector(b, tflite.SubGraphStartInputsVector, [0], "PrependInt32")
-    sg_out = _vector(b, tflite.SubGraphStartOutputsVector, [3], "PrependInt32")
-    sg_name = b.CreateString("main")
-    tflite.SubGraphStart(b)
-    tflite.SubGraphAddTensors(b, tensors_vec)
-    tflite.SubGraphAddInputs(b, sg_in)
-    tflite.SubGraphAddOutputs(b, sg_out)
-    tflite.SubGraphAddOperators(b, ops_vec)
-    tflite.SubGraphAddName(b, sg_name)
-    subgraph = tflite.SubGraphEnd(b)
-    tflite.OperatorCodeStart(b)
-    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, tflite.BuiltinOperator.CONV_2D)
-    tflite.OperatorCodeAddBuiltinCode(b, tflite.BuiltinOperator.CONV_2D)
-    tflite.OperatorCodeAddVersion(b, 1)
-    code = tflite.OperatorCodeEnd(b)
-    codes_vec = _vector(b, tflite.ModelStartOperatorCodesVector, [code], "PrependUOffsetTRelative")
-    sgs_vec = _vector(b, tflite.ModelStartSubgraphsVector, [subgraph], "PrependUOffsetTRelative")
-    bufs_vec = _vector(b, tflite.ModelStartBuffersVector, buffers, "PrependUOffsetTRelative")
-    desc = b.CreateString("built in a test")
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddOperatorCodes(b, codes_vec)
-    tflite.ModelAddSubgraphs(b, sgs_vec)
-    tflite.ModelAddDescription(b, desc)
-    tflite.ModelAddBuffers(b, bufs_vec)
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return _finish_model(
+        b, tensors, op, ([0], [3]), tflite.BuiltinOperator.CONV_2D, buffers,
+        name="main", description="built in a test",
+    )  # fmt: skip
 
 
 def test_a_built_model() -> None:
@@ -618,31 +637,7 @@ def build_densify_model(
     tflite.OperatorAddInputs(b, op_in)
     tflite.OperatorAddOutputs(b, op_out)
     op = tflite.OperatorEnd(b)
-    tensors_vec = _vector(b, tflite.SubGraphStartTensorsVector, tensors, "PrependUOffsetTRelative")
-    ops_vec = _vector(b, tflite.SubGraphStartOperatorsVector, [op], "PrependUOffsetTRelative")
-    sg_in = _vector(b, tflite.SubGraphStartInputsVector, [], "PrependInt32")
-    sg_out = _vector(b, tflite.SubGraphStartOutputsVector, [1], "PrependInt32")
-    tflite.SubGraphStart(b)
-    tflite.SubGraphAddTensors(b, tensors_vec)
-    tflite.SubGraphAddInputs(b, sg_in)
-    tflite.SubGraphAddOutputs(b, sg_out)
-    tflite.SubGraphAddOperators(b, ops_vec)
-    subgraph = tflite.SubGraphEnd(b)
-    tflite.OperatorCodeStart(b)
-    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, 124)  # DENSIFY (> 127 would be 127)
-    tflite.OperatorCodeAddBuiltinCode(b, tflite.BuiltinOperator.DENSIFY)
-    tflite.OperatorCodeAddVersion(b, 1)
-    code = tflite.OperatorCodeEnd(b)
-    codes_vec = _vector(b, tflite.ModelStartOperatorCodesVector, [code], "PrependUOffsetTRelative")
-    sgs_vec = _vector(b, tflite.ModelStartSubgraphsVector, [subgraph], "PrependUOffsetTRelative")
-    bufs_vec = _vector(b, tflite.ModelStartBuffersVector, buffers, "PrependUOffsetTRelative")
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddOperatorCodes(b, codes_vec)
-    tflite.ModelAddSubgraphs(b, sgs_vec)
-    tflite.ModelAddBuffers(b, bufs_vec)
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return _finish_model(b, tensors, op, ([], [1]), tflite.BuiltinOperator.DENSIFY, buffers)
 
 
 def _pruned(
